@@ -1,0 +1,1 @@
+"""Ray actors: trajectory (staleness) queue, rollout workers, trainer group, weight publisher."""

@@ -1,0 +1,82 @@
+"""Config loading shared by every entry point.
+
+A config is a pydantic model whose fields all carry defaults and one-line docs. YAML files in
+configs/ fill it; `key.sub=value` arguments on the command line override single fields. Unknown
+keys are rejected at every level so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class ConfigError(ValueError):
+    """A config file or override that cannot be turned into a valid config."""
+
+
+class StrictModel(BaseModel):
+    """Base for every config model: unknown keys are errors, assignments are validated."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+def _parse_value(text: str) -> Any:
+    """Read an override value the way YAML reads a scalar (`3`, `0.5`, `true`, `null`, `[1,2]`)."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Return a copy of `data` with each `a.b.c=value` override written into the nested dict."""
+    out: dict[str, Any] = yaml.safe_load(yaml.safe_dump(data)) or {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key or any(not part for part in key.split(".")):
+            raise ConfigError(f"override {item!r} is not of the form key.sub=value")
+        node = out
+        *parents, leaf = key.split(".")
+        for part in parents:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"override {item!r}: {part!r} is a value, not a section")
+            node = child
+        node[leaf] = _parse_value(value)
+    return out
+
+
+def _format_errors(err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        where = ".".join(str(p) for p in e["loc"]) or "<root>"
+        msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+        lines.append(f"{where}: {msg}")
+    return "; ".join(lines)
+
+
+def load_config(cls: type[T], path: str | Path | None = None, overrides: list[str] | None = None) -> T:
+    """Build `cls` from an optional YAML file plus overrides; raise ConfigError naming bad keys."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file not found: {p}")
+        try:
+            loaded = yaml.safe_load(p.read_text())
+        except yaml.YAMLError as e:
+            raise ConfigError(f"config file {p} is not valid YAML: {e}") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"config file {p} must hold a mapping at the top level")
+        data = loaded or {}
+    data = apply_overrides(data, overrides or [])
+    try:
+        return cls.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(f"invalid {cls.__name__}: {_format_errors(e)}") from None

@@ -1,0 +1,1 @@
+"""The DR.Kernel RL mathematics: rewards, TRLOO, rejection (MRS/PRS), filtering, loss. Pure torch."""

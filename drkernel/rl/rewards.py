@@ -1,0 +1,82 @@
+"""Kernel rewards computed from a verifier verdict.
+
+Recipe default (`speedup`, DR.Kernel's `calculate_reward_speedup`):
+
+    R = 0                                                    if not correct or hack
+    R = w_c + w_p * s~ + w_cov * coverage                    otherwise
+    s~ = min(speedup, cap), set to 0 when s~ < lower_bound
+
+with w_c = w_p = w_cov = 0.5, cap = 3, lower_bound = 0, so a correct kernel earns R in [0.5, 2.5].
+Infra errors are not rewards: the caller masks those samples instead of calling this.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import Field
+
+from drkernel.config.base import StrictModel
+
+
+class RewardConfig(StrictModel):
+    """Weights and bounds of the kernel reward."""
+
+    kind: Literal["speedup", "weighted", "tiered"] = Field("speedup", description="reward function")
+    correct_weight: float = Field(0.5, description="w_c: reward for a correct, honest kernel")
+    speedup_weight: float = Field(0.5, description="w_p: weight of the capped speedup")
+    speedup_cap: float = Field(3.0, gt=0, description="U: speedups above this earn no more")
+    speedup_lower_bound: float = Field(0.0, ge=0, description="L: capped speedups below this count as 0")
+    coverage_weight: float = Field(0.5, ge=0, description="w_cov: weight of Triton time coverage")
+    speedup_eps: float = Field(0.01, ge=0, description="'weighted' only: speedup must reach 1+eps")
+
+
+def _speedup_reward(speedup: float, coverage: float, cfg: RewardConfig) -> float:
+    s = min(speedup, cfg.speedup_cap)
+    if s < cfg.speedup_lower_bound:
+        s = 0.0
+    return cfg.correct_weight + cfg.speedup_weight * s + cfg.coverage_weight * coverage
+
+
+def _weighted_reward(speedup: float, coverage: float, cfg: RewardConfig) -> float:
+    faster = 1.0 if speedup >= 1.0 + cfg.speedup_eps else 0.0
+    return cfg.correct_weight + cfg.speedup_weight * faster + cfg.coverage_weight * coverage
+
+
+_TIERS = ((3.0, 1.0), (2.0, 0.8), (1.5, 0.6), (1.2, 0.4), (1.0, 0.2))
+
+
+def _tiered_reward(compiled: bool, correct: bool, hack: str | None, speedup: float) -> float:
+    """KernelBench-like ladder: compile fail -0.5, wrong -0.3, slower -0.1, then 0.2..1.0."""
+    if hack is not None:
+        return -1.0
+    if not compiled:
+        return -0.5
+    if not correct:
+        return -0.3
+    for bound, value in _TIERS:
+        if speedup >= bound:
+            return value
+    return -0.1
+
+
+def kernel_reward(
+    correct: bool,
+    hack: str | None,
+    speedup: float | None,
+    coverage: float | None,
+    cfg: RewardConfig | None = None,
+    compiled: bool = True,
+) -> float:
+    """Reward of one verified kernel; see the module docstring for the formulas."""
+    cfg = cfg or RewardConfig()
+    s = 0.0 if speedup is None or not math.isfinite(speedup) else max(speedup, 0.0)
+    c = 0.0 if coverage is None or not math.isfinite(coverage) else min(max(coverage, 0.0), 1.0)
+    if cfg.kind == "tiered":
+        return _tiered_reward(compiled, correct, hack, s)
+    if not correct or hack is not None:
+        return 0.0
+    if cfg.kind == "weighted":
+        return _weighted_reward(s, c, cfg)
+    return _speedup_reward(s, c, cfg)

@@ -1,0 +1,1 @@
+"""Entry points: CLI, train, evaluate, prepare-data, sft, demo, serve."""

@@ -1,0 +1,1 @@
+"""Ray Serve deployments: the verifier (+ HTTP ingress) and the policy."""
