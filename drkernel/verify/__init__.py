@@ -1,0 +1,6 @@
+"""The kernel verifier: compile, check, time and profile a candidate against a reference."""
+
+from drkernel.verify.options import VerifyOptions
+from drkernel.verify.result import CheckRecord, ErrorInfo, VerifyResult
+
+__all__ = ["CheckRecord", "ErrorInfo", "VerifyOptions", "VerifyResult"]

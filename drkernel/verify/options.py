@@ -1,0 +1,31 @@
+"""Options of one evaluation: what the CLI flags, the HTTP `options` field and the trainer set."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from drkernel.config.base import StrictModel
+from drkernel.rl.rewards import RewardConfig
+
+DeviceName = Literal["auto", "cpu", "cuda", "npu"]
+
+
+class VerifyOptions(StrictModel):
+    """Everything that changes a verdict; part of the cache key of a result."""
+
+    device: DeviceName = Field("auto", description="where to run: auto picks cuda, then npu, then cpu")
+    entry_point: str = Field("Model", description="reference class name; the candidate defines <name>New")
+    atol: float = Field(1e-2, ge=0, description="absolute tolerance of the correctness check")
+    rtol: float = Field(1e-2, ge=0, description="relative tolerance of the correctness check")
+    num_correct_trials: int = Field(5, ge=1, le=20, description="seeds of the correctness check")
+    num_perf_trials: int = Field(30, ge=1, le=1000, description="timed calls of each model (median reported)")
+    num_warmup: int = Field(3, ge=0, le=100, description="untimed calls before timing")
+    timeout_s: float = Field(180.0, gt=0, le=3600, description="wall-clock limit of one evaluation")
+    require_triton: bool = Field(True, description="demand @triton.jit kernels that launch; off for sanity runs")
+    measure_performance: bool = Field(True, description="time reference and candidate after correctness")
+    measure_coverage: bool = Field(True, description="profile the candidate to get Triton time coverage")
+    memory_limit_mb: int = Field(16384, ge=256, description="address-space rlimit of the candidate process (CPU)")
+    output_limit_bytes: int = Field(65536, ge=1024, description="cap of captured candidate stdout/stderr")
+    reward: RewardConfig = Field(default_factory=RewardConfig, description="reward function applied to the verdict")
