@@ -1,0 +1,1 @@
+"""The prompt pool: row schema, readers, prompt templates and KernelBench-folder conversion."""
