@@ -1,0 +1,27 @@
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def gate_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    tl.store(out_ptr + offsets, 1.0 / (1.0 + tl.exp(-x)), mask=mask)
+
+
+class ModelNew(nn.Module):
+    """Triton computes the sigmoid gate; torch multiplies it into x."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        gate = torch.empty_like(x)
+        n = x.numel()
+        BLOCK = 256
+        gate_kernel[(triton.cdiv(n, BLOCK),)](x, gate, n, BLOCK=BLOCK)
+        return x * gate

@@ -1,0 +1,29 @@
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def multiply_kernel(a_ptr, b_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    a = tl.load(a_ptr + offsets, mask=mask, other=0.0)
+    b = tl.load(b_ptr + offsets, mask=mask, other=0.0)
+    tl.store(out_ptr + offsets, a * b, mask=mask)
+
+
+class ModelNew(nn.Module):
+    """A generic two-input multiply fed the same tensor twice: double the loads, narrow blocks."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        other = x.clone()
+        out = torch.empty_like(x)
+        n = x.numel()
+        BLOCK = 128
+        multiply_kernel[(triton.cdiv(n, BLOCK),)](x, other, out, n, BLOCK=BLOCK)
+        return out
