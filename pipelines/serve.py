@@ -1,0 +1,136 @@
+"""`drkernel serve verifier`: run the verifier HTTP endpoint on Ray Serve until Ctrl-C.
+
+Connects to a running Ray cluster, or starts a local one; deploys serve_apps.verifier_app; blocks;
+on SIGINT/SIGTERM removes what it started (Serve and the local Ray, or only the app on a shared
+cluster). Settings come from a Serve config file's `args` (--config), flags, and `--set key=value`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from drkernel.config.base import ConfigError, apply_overrides
+from pipelines.cli import UsageError
+
+APP_IMPORT_PATH = "serve_apps.verifier_app:build_app"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("app", choices=["verifier"], help="the application to serve")
+    parser.add_argument("--config", type=Path, help="Serve config file (configs/serve_verifier.yaml): its args")
+    parser.add_argument("--host", help=f"address to listen on (default {DEFAULT_HOST}; the endpoint runs untrusted code)")
+    parser.add_argument("--port", type=int, help=f"HTTP port (default {DEFAULT_PORT})")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda", "npu"], help="device kind of each replica")
+    parser.add_argument("--replicas", type=int, help="fixed number of verifier replicas (min = max)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one VerifierServeConfig field, e.g. --set autoscaling.max_replicas=4")
+    parser.add_argument("--ray-address", help="Ray cluster to use; 'local' always starts a new one "
+                        "(default: a running cluster if found, else a new local one)")
+    parser.add_argument("--num-cpus", type=float, help="CPUs of a newly started local Ray")
+
+
+def _from_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(app args, http_options) of the verifier application in a Serve config file."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise UsageError(f"drkernel serve: cannot read {path}: {e}") from None
+    apps = (data or {}).get("applications") or []
+    for app in apps:
+        if app.get("import_path") == APP_IMPORT_PATH:
+            return dict(app.get("args") or {}), dict(data.get("http_options") or {})
+    raise UsageError(f"drkernel serve: {path} has no application with import_path {APP_IMPORT_PATH}")
+
+
+def _settings(args: argparse.Namespace) -> tuple[dict[str, Any], str, int]:
+    app_args, http = _from_config_file(args.config) if args.config else ({}, {})
+    if args.device:
+        app_args["device"] = args.device
+    if args.replicas is not None:
+        if args.replicas < 1:
+            raise UsageError("drkernel serve: --replicas must be at least 1")
+        app_args["autoscaling"] = {**app_args.get("autoscaling", {}), "min_replicas": args.replicas,
+                                   "max_replicas": args.replicas}
+    try:
+        app_args = apply_overrides(app_args, args.overrides)
+    except ConfigError as e:
+        raise UsageError(f"drkernel serve: {e}") from None
+    host = args.host or http.get("host") or DEFAULT_HOST
+    port = args.port if args.port is not None else int(http.get("port") or DEFAULT_PORT)
+    return app_args, host, port
+
+
+def _resolve_device(app_args: dict[str, Any]) -> None:
+    """`auto` (or unset) becomes the accelerator the Ray cluster offers: cuda, then npu, then cpu."""
+    import ray
+
+    if app_args.get("device", "auto") != "auto":
+        return
+    resources = ray.cluster_resources()
+    app_args["device"] = "cuda" if resources.get("GPU", 0) >= 1 else "npu" if resources.get("NPU", 0) >= 1 else "cpu"
+
+
+def _start_ray(address: str | None, num_cpus: float | None) -> bool:
+    """Connect or start Ray; True when this process started it (and so must stop it)."""
+    import ray
+
+    if address not in (None, "local"):
+        ray.init(address=address)
+        return False
+    if address is None:
+        try:
+            ray.init(address="auto")
+            return False
+        except ConnectionError:
+            pass
+    ray.init(address="local", num_cpus=num_cpus)
+    return True
+
+
+def run(args: argparse.Namespace) -> int:
+    from ray import serve
+
+    from serve_apps.verifier import APP_NAME
+    from serve_apps.verifier_app import build_app
+    from serve_apps.verifier_config import VerifierServeConfig
+
+    app_args, host, port = _settings(args)
+    if "device" in app_args and app_args["device"] != "auto":
+        try:  # fail on bad settings before starting anything
+            VerifierServeConfig.model_validate(app_args)
+        except ValueError as e:
+            raise UsageError(f"drkernel serve: invalid verifier settings: {e}".replace("\n", "; ")) from None
+
+    import ray
+
+    started_here = _start_ray(args.ray_address, args.num_cpus)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        _resolve_device(app_args)
+        try:
+            cfg = VerifierServeConfig.model_validate(app_args)
+        except ValueError as e:
+            raise UsageError(f"drkernel serve: invalid verifier settings: {e}".replace("\n", "; ")) from None
+        serve.start(http_options={"host": host, "port": port})
+        serve.run(build_app(cfg.model_dump()), name=APP_NAME, route_prefix="/", blocking=False)
+        print(f"verifier ({cfg.device}) listening on http://{host}:{port}  [POST /verify, /verify/batch; "
+              "GET /healthz, /stats, /openapi.json]  Ctrl-C stops", flush=True)
+        stop.wait()
+        print("stopping the verifier", flush=True)
+    finally:
+        if started_here:
+            serve.shutdown()
+            ray.shutdown()
+        elif ray.is_initialized():
+            serve.delete(APP_NAME)
+    return 0

@@ -1,0 +1,73 @@
+"""A bounded, per-replica result cache keyed by the content of an evaluation.
+
+Repeated submissions (retries, duplicate samples in a group, replays) cost nothing: a finished
+result is served from an LRU, and a request identical to one still running waits for that run
+instead of starting a second. Only verdicts are cached; infra errors are not, so a retry can
+succeed. The cache lives in one replica's memory: another replica may evaluate the same payload
+once more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+
+from drkernel.verify.options import VerifyOptions
+from drkernel.verify.result import VerifyResult
+
+
+def content_key(reference: str, candidate: str, options: VerifyOptions) -> str:
+    """sha256 of everything that changes a verdict."""
+    payload = json.dumps([reference, candidate, options.model_dump(mode="json")], sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class ResultCache:
+    """LRU of finished verdicts plus single-flight of running ones; use from one event loop."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._done: OrderedDict[str, VerifyResult] = OrderedDict()
+        self._running: dict[str, asyncio.Task[VerifyResult]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._done)
+
+    async def get_or_compute(
+        self, key: str, compute: Callable[[], Awaitable[VerifyResult]]
+    ) -> tuple[VerifyResult, bool]:
+        """The result for `key` and whether it came without starting a new evaluation.
+
+        The evaluation runs as its own task, so a caller that goes away (client disconnect)
+        does not cancel it for the others waiting on the same key.
+        """
+        if key in self._done:
+            self._done.move_to_end(key)
+            self.hits += 1
+            return self._done[key].model_copy(deep=True), True
+        task = self._running.get(key)
+        hit = task is not None
+        if task is None:
+            self.misses += 1
+            task = asyncio.ensure_future(compute())
+            self._running[key] = task
+            task.add_done_callback(lambda t: self._finish(key, t))
+        else:
+            self.hits += 1
+        result = await asyncio.shield(task)
+        return result.model_copy(deep=True), hit
+
+    def _finish(self, key: str, task: asyncio.Task[VerifyResult]) -> None:
+        self._running.pop(key, None)
+        if task.cancelled() or task.exception() is not None:
+            return
+        result = task.result()
+        if result.status == "ok" and self.capacity > 0:
+            self._done[key] = result
+            while len(self._done) > self.capacity:
+                self._done.popitem(last=False)

@@ -1,0 +1,114 @@
+"""The verifier deployment: one replica owns one device and runs the verifier core on it.
+
+Several candidates compile and run their correctness checks at once (the core's
+`max_concurrency`); the core serialises timing per device so measurements never overlap.
+Evaluations run in a thread pool, never on the replica's event loop, so health checks and cache
+hits stay instant while candidates run. Results are cached per replica by content hash
+(serve_apps/result_cache.py).
+
+In-cluster callers (rollout workers) use the handle API and get the same typed `VerifyResult`
+as `drkernel verify --json`:
+
+    handle = verifier_handle()                      # app "verifier" started by build_app
+    result = await handle.verify.remote(reference, candidate, VerifyOptions(num_perf_trials=10))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ray import serve
+from ray.serve.handle import DeploymentHandle
+
+from drkernel.verify.engine import Verifier
+from drkernel.verify.options import VerifyOptions
+from drkernel.verify.result import ErrorInfo, VerifyResult
+from serve_apps.result_cache import ResultCache, content_key
+from serve_apps.verifier_config import VerifierServeConfig
+from serve_apps.verifier_metrics import VerifierMetrics
+
+APP_NAME = "verifier"
+DEPLOYMENT_NAME = "Verifier"
+
+logger = logging.getLogger("ray.serve")
+
+
+def verifier_handle(app_name: str = APP_NAME) -> DeploymentHandle:
+    """Handle to the running verifier deployment, for callers inside the Ray cluster."""
+    return serve.get_deployment_handle(DEPLOYMENT_NAME, app_name=app_name)
+
+
+def resolve_options(options: VerifyOptions | dict[str, Any] | None, device: str) -> VerifyOptions:
+    """The options a replica of `device` runs: `auto` becomes its device; another device is an error."""
+    opts = options if isinstance(options, VerifyOptions) else VerifyOptions.model_validate(options or {})
+    if opts.device not in ("auto", device):
+        raise ValueError(f"options.device={opts.device!r}, but this verifier's replicas own {device!r} devices")
+    return opts.model_copy(update={"device": device})
+
+
+@serve.deployment(name=DEPLOYMENT_NAME)
+class VerifierReplica:
+    """One device, one verifier core, one bounded result cache."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = VerifierServeConfig.model_validate(config)
+        self._core = Verifier(device=self.config.device, max_concurrency=self.config.max_concurrency)
+        self._pool = ThreadPoolExecutor(max_workers=self.config.max_ongoing_requests, thread_name_prefix="verify")
+        self._cache = ResultCache(self.config.cache_size)
+        self._metrics = VerifierMetrics()
+        self._in_flight = 0
+
+    async def verify(
+        self, reference: str, candidate: str, options: VerifyOptions | dict[str, Any] | None = None
+    ) -> VerifyResult:
+        """The verdict, as `drkernel verify` gives it."""
+        result, _ = await self.verify_traced(reference, candidate, options)
+        return result
+
+    async def verify_traced(
+        self, reference: str, candidate: str, options: VerifyOptions | dict[str, Any] | None = None
+    ) -> tuple[VerifyResult, bool]:
+        """The verdict and whether it came from this replica's cache (the HTTP ingress counts those)."""
+        start = time.monotonic()
+        self._metrics.requests.inc(tags={"route": "handle"})
+        opts = resolve_options(options, self.config.device)
+        self._in_flight += 1
+        self._metrics.queue_depth.set(self._in_flight)
+        try:
+            result, hit = await self._cache.get_or_compute(
+                content_key(reference, candidate, opts), lambda: self._run(reference, candidate, opts)
+            )
+        finally:
+            self._in_flight -= 1
+            self._metrics.queue_depth.set(self._in_flight)
+        self._metrics.record(result, hit, time.monotonic() - start)
+        return result, hit
+
+    async def _run(self, reference: str, candidate: str, options: VerifyOptions) -> VerifyResult:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._pool, self._core.verify, reference, candidate, options)
+        except Exception as e:  # the core reports candidate faults itself; this is the verifier failing
+            logger.exception("verifier core raised")
+            return VerifyResult(
+                status="infra_error",
+                device=self.config.device,
+                error=ErrorInfo(kind="infra", message=f"verifier core raised {type(e).__name__}: {e}"),
+            )
+
+    def stats(self) -> dict[str, Any]:
+        """This replica's cache and load, for operators and tests."""
+        return {
+            "cache_entries": len(self._cache),
+            "cache_hits": self._cache.hits,
+            "cache_misses": self._cache.misses,
+            "in_flight": self._in_flight,
+        }
+
+    def __del__(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._core.close()

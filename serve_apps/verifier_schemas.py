@@ -1,0 +1,74 @@
+"""Bodies of the verifier HTTP API; unknown fields are rejected so a typo is never ignored."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from drkernel.config.base import StrictModel
+from drkernel.verify.options import VerifyOptions
+from drkernel.verify.result import VerifyResult
+
+
+class VerifyRequest(StrictModel):
+    """One evaluation: the reference module, the candidate module and how to judge it."""
+
+    reference_code: str = Field(..., min_length=1, description="PyTorch reference (KernelBench format)")
+    kernel_code: str = Field(..., min_length=1, description="candidate source defining <entry_point>New")
+    entry_point: str = Field("Model", min_length=1, description="reference class name")
+    options: VerifyOptions = Field(default_factory=VerifyOptions, description="evaluation options")
+
+    @model_validator(mode="after")
+    def _one_entry_point(self) -> VerifyRequest:
+        if "entry_point" in self.options.model_fields_set and self.options.entry_point != self.entry_point:
+            raise ValueError(
+                f"options.entry_point ({self.options.entry_point!r}) contradicts entry_point "
+                f"({self.entry_point!r}); set only entry_point"
+            )
+        return self
+
+    def resolved_options(self) -> VerifyOptions:
+        """The options with the request's entry point filled in."""
+        return self.options.model_copy(update={"entry_point": self.entry_point})
+
+
+class BatchRequest(StrictModel):
+    """Several evaluations, run concurrently; results come back in request order."""
+
+    items: list[VerifyRequest] = Field(..., min_length=1, description="the evaluations")
+
+
+class BatchResponse(StrictModel):
+    results: list[VerifyResult] = Field(..., description="one result per item, in request order")
+
+
+class Health(StrictModel):
+    status: str = Field(..., description="'ok' while the ingress answers")
+    device: str = Field(..., description="device kind of the verifier replicas")
+    queue_depth: int = Field(..., description="evaluations admitted and not yet answered")
+
+
+class QueueStats(StrictModel):
+    depth: int
+    max_depth: int
+    limit: int
+
+
+class LatencyStats(StrictModel):
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    count: int
+
+
+class Stats(StrictModel):
+    """Counters of this ingress replica since it started."""
+
+    uptime_s: float
+    requests: dict[str, int] = Field(..., description="HTTP requests by route")
+    responses: dict[str, int] = Field(..., description="HTTP responses by status code")
+    evaluations: int = Field(..., description="results returned (single and batch items)")
+    verdicts: dict[str, int] = Field(..., description="results by verdict: correct, hack, infra_error, error kind")
+    cache_hits: int = Field(..., description="results served without a new evaluation")
+    replica_retries: int = Field(..., description="requests re-sent because their replica died")
+    queue: QueueStats
+    latency_s: LatencyStats

@@ -1,0 +1,74 @@
+"""What GET /stats reports: request and verdict counts, queue depth, latency percentiles, cache hits.
+
+Counts are since the ingress replica started; percentiles are over the most recent evaluations
+(a bounded window, so memory stays flat under any load).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+
+from drkernel.verify.result import VerifyResult
+
+
+def verdict_of(result: VerifyResult) -> str:
+    """One label per result: correct, hack, infra_error, or the error kind that failed it."""
+    if result.status == "infra_error":
+        return "infra_error"
+    if result.hack is not None:
+        return "hack"
+    if result.correct:
+        return "correct"
+    return result.error.kind if result.error is not None else "incorrect"
+
+
+def percentile(sorted_values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile of an already sorted list (None when empty)."""
+    if not sorted_values:
+        return None
+    rank = min(len(sorted_values) - 1, max(0, round(q / 100 * (len(sorted_values) - 1))))
+    return sorted_values[rank]
+
+
+class VerifierStats:
+    """Counters of one ingress replica; touched only from its event loop."""
+
+    def __init__(self, window: int = 10_000) -> None:
+        self.started = time.time()
+        self.requests: Counter[str] = Counter()
+        self.responses: Counter[int] = Counter()
+        self.verdicts: Counter[str] = Counter()
+        self.evaluations = 0
+        self.cache_hits = 0
+        self.replica_retries = 0
+        self.queue_depth = 0
+        self.max_queue_depth = 0
+        self._latencies: deque[float] = deque(maxlen=window)
+
+    def enter_queue(self, n: int) -> None:
+        self.queue_depth += n
+        self.max_queue_depth = max(self.max_queue_depth, self.queue_depth)
+
+    def leave_queue(self, n: int) -> None:
+        self.queue_depth -= n
+
+    def record(self, result: VerifyResult, cache_hit: bool, latency_s: float) -> None:
+        self.evaluations += 1
+        self.cache_hits += int(cache_hit)
+        self.verdicts[verdict_of(result)] += 1
+        self._latencies.append(latency_s)
+
+    def snapshot(self, queue_limit: int) -> dict:
+        lat = sorted(self._latencies)
+        return {
+            "uptime_s": round(time.time() - self.started, 3),
+            "requests": dict(self.requests),
+            "responses": {str(k): v for k, v in sorted(self.responses.items())},
+            "evaluations": self.evaluations,
+            "verdicts": dict(self.verdicts),
+            "cache_hits": self.cache_hits,
+            "replica_retries": self.replica_retries,
+            "queue": {"depth": self.queue_depth, "max_depth": self.max_queue_depth, "limit": queue_limit},
+            "latency_s": {f"p{q}": percentile(lat, q) for q in (50, 90, 99)} | {"count": len(lat)},
+        }

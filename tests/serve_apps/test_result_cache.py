@@ -1,0 +1,123 @@
+"""The per-replica result cache: LRU bound, single-flight, infra errors never cached."""
+
+import asyncio
+
+import pytest
+
+from drkernel.verify.options import VerifyOptions
+from drkernel.verify.result import ErrorInfo, VerifyResult
+from serve_apps.result_cache import ResultCache, content_key
+
+
+def test_key_changes_with_every_input():
+    base = content_key("ref", "cand", VerifyOptions())
+    assert base == content_key("ref", "cand", VerifyOptions())
+    assert base != content_key("ref2", "cand", VerifyOptions())
+    assert base != content_key("ref", "cand2", VerifyOptions())
+    assert base != content_key("ref", "cand", VerifyOptions(num_perf_trials=7))
+    assert base != content_key("ref", "cand", VerifyOptions(reward={"speedup_cap": 2.0}))
+    # no ambiguity from concatenation
+    assert content_key("ab", "c", VerifyOptions()) != content_key("a", "bc", VerifyOptions())
+
+
+def _ok(n) -> VerifyResult:
+    return VerifyResult(compiled=True, correct=True, details={"n": n})
+
+
+def test_repeats_are_hits_and_capacity_is_bounded():
+    async def main():
+        cache = ResultCache(capacity=2)
+        calls = []
+
+        async def compute(n):
+            calls.append(n)
+            return _ok(n)
+
+        for key in ("a", "b", "a", "c", "b"):  # a is used again, so c evicts b, then b evicts a
+            await cache.get_or_compute(key, lambda k=key: compute(k))
+        assert calls == ["a", "b", "c", "b"]
+        assert len(cache) == 2
+        assert (cache.hits, cache.misses) == (1, 4)
+
+    asyncio.run(main())
+
+
+def test_identical_requests_in_flight_share_one_evaluation():
+    async def main():
+        cache = ResultCache(capacity=8)
+        started = 0
+        release = asyncio.Event()
+
+        async def compute():
+            nonlocal started
+            started += 1
+            await release.wait()
+            return _ok(1)
+
+        waiters = [asyncio.create_task(cache.get_or_compute("k", compute)) for _ in range(5)]
+        await asyncio.sleep(0.01)
+        release.set()
+        out = await asyncio.gather(*waiters)
+        assert started == 1
+        assert sorted(hit for _, hit in out) == [False, True, True, True, True]
+        assert all(r.details == {"n": 1} for r, _ in out)
+        out[0][0].details["n"] = 99  # callers get copies: mutating one never changes the cache
+        again, hit = await cache.get_or_compute("k", compute)
+        assert hit and again.details == {"n": 1}
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_caller_does_not_cancel_the_shared_evaluation():
+    async def main():
+        cache = ResultCache(capacity=8)
+        release = asyncio.Event()
+
+        async def compute():
+            await release.wait()
+            return _ok(3)
+
+        first = asyncio.create_task(cache.get_or_compute("k", compute))
+        second = asyncio.create_task(cache.get_or_compute("k", compute))
+        await asyncio.sleep(0.01)
+        first.cancel()
+        release.set()
+        result, hit = await second
+        assert result.details == {"n": 3} and hit
+        with pytest.raises(asyncio.CancelledError):
+            await first
+
+    asyncio.run(main())
+
+
+def test_infra_errors_are_not_cached():
+    async def main():
+        cache = ResultCache(capacity=8)
+        results = iter([
+            VerifyResult(status="infra_error", error=ErrorInfo(kind="infra", message="fork server died")),
+            _ok(2),
+        ])
+
+        async def compute():
+            return next(results)
+
+        first, hit1 = await cache.get_or_compute("k", compute)
+        second, hit2 = await cache.get_or_compute("k", compute)
+        assert first.status == "infra_error" and not hit1
+        assert second.status == "ok" and not hit2 and len(cache) == 1
+
+    asyncio.run(main())
+
+
+def test_capacity_zero_disables_storage_but_not_single_flight():
+    async def main():
+        cache = ResultCache(capacity=0)
+
+        async def compute():
+            return _ok(1)
+
+        await cache.get_or_compute("k", compute)
+        _, hit = await cache.get_or_compute("k", compute)
+        assert not hit and len(cache) == 0
+
+    asyncio.run(main())
