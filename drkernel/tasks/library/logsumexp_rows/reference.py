@@ -1,0 +1,23 @@
+import torch
+import torch.nn as nn
+
+ROWS = 32
+COLS = 256
+
+
+class Model(nn.Module):
+    """Numerically stable log(sum(exp(x))) of each row."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.logsumexp(x, dim=1)
+
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS) * 10.0]
+
+
+def get_init_inputs():
+    return []
