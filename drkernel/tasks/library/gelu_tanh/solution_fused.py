@@ -10,7 +10,7 @@ def gelu_tanh_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
     inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
-    # tanh(u) = 2 * sigmoid(2u) - 1, written without a libdevice call
+    # tanh(u) = 2 * sigmoid(2u) - 1 keeps the kernel to core tl ops
     tanh_inner = 2.0 / (1.0 + tl.exp(-2.0 * inner)) - 1.0
     tl.store(out_ptr + offsets, 0.5 * x * (1.0 + tanh_inner), mask=mask)
 
