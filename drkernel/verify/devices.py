@@ -1,0 +1,228 @@
+"""Device backends: choosing cpu | cuda | npu, and how each one seeds, syncs, times, flushes and profiles.
+
+`resolve_device` is pure (it takes the availability map) so the choice is testable anywhere.
+The backends run inside evaluation children, where torch is already imported by the fork-server.
+CPU runs Triton through its interpreter (TRITON_INTERPRET=1): times there are wall-clock and the
+timing-based hack checks are logic-level only. The NPU backend follows the public torch_npu API
+and has not been run on Ascend hardware.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+DEVICES = ("cpu", "cuda", "npu")
+
+
+class DeviceUnavailable(RuntimeError):
+    """The requested device is not present on this host."""
+
+
+def resolve_device(requested: str, available: Mapping[str, bool]) -> str:
+    """`auto` -> cuda, else npu, else cpu; an explicit device must be available (cpu always is)."""
+    if requested == "auto":
+        for name in ("cuda", "npu"):
+            if available.get(name, False):
+                return name
+        return "cpu"
+    if requested not in DEVICES:
+        raise DeviceUnavailable(f"unknown device {requested!r}; choose auto, cpu, cuda or npu")
+    if requested != "cpu" and not available.get(requested, False):
+        raise DeviceUnavailable(f"device {requested!r} requested but not available on this host")
+    return requested
+
+
+def probe_availability() -> dict[str, bool]:
+    """Which accelerators this process can see (imports torch; run it in a child, not the caller)."""
+    import torch
+
+    found = {"cpu": True, "cuda": bool(torch.cuda.is_available()), "npu": False}
+    try:
+        import torch_npu  # noqa: F401  (registers torch.npu)
+
+        found["npu"] = bool(torch.npu.is_available())
+    except Exception:  # torch_npu absent or broken: no NPU
+        found["npu"] = False
+    return found
+
+
+def env_for(device: str) -> dict[str, str]:
+    """Environment a child needs for `device` before any candidate kernel is defined."""
+    return {"TRITON_INTERPRET": "1"} if device == "cpu" else {}
+
+
+class Backend:
+    """What the harness asks of a device. Subclasses fill in the device-specific parts."""
+
+    name = "cpu"
+    timing_source = "cpu_wall"
+    coverage_source = "cpu_wall"
+
+    def __init__(self) -> None:
+        import torch
+
+        self.torch = torch
+
+    @property
+    def device(self) -> Any:
+        return self.torch.device(self.name)
+
+    def seed(self, seed: int) -> None:
+        self.torch.manual_seed(seed)
+
+    def synchronize(self) -> None:
+        """Wait for all queued device work (every stream)."""
+
+    def current_stream(self) -> int | None:
+        """Handle of the harness's stream, to compare with the streams kernels launched on."""
+        return None
+
+    def flush_cache(self) -> None:
+        """Evict the device's last-level cache between timed calls (no-op on CPU)."""
+
+    def time_call(self, fn: Callable[[], Any]) -> dict[str, float]:
+        """Time one call: `ms` is the figure used; `stream_ms` excludes other streams (GPU only)."""
+        t0 = time.perf_counter()
+        fn()
+        ms = (time.perf_counter() - t0) * 1e3
+        return {"ms": ms, "stream_ms": ms, "wall_ms": ms}
+
+    def kernel_times(self, run: Callable[[], None]) -> tuple[list[tuple[str, float]], float]:
+        """Device kernels (name, microseconds) seen while `run` executes, and the profiler set-up seconds."""
+        raise NotImplementedError("kernel profiling needs an accelerator; CPU coverage uses launch wall time")
+
+
+class CpuBackend(Backend):
+    pass
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+    timing_source = "cuda_events"
+    coverage_source = "torch_profiler_cuda"
+    FLUSH_BYTES = 256 * 1024 * 1024  # twice the H100/H200 L2
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._flush_buf = None
+
+    def seed(self, seed: int) -> None:
+        self.torch.manual_seed(seed)  # also seeds every CUDA device
+
+    def synchronize(self) -> None:
+        self.torch.cuda.synchronize()
+
+    def current_stream(self) -> int | None:
+        return int(self.torch.cuda.current_stream().cuda_stream)
+
+    def flush_cache(self) -> None:
+        if self._flush_buf is None:
+            self._flush_buf = self.torch.empty(self.FLUSH_BYTES // 4, dtype=self.torch.int32, device=self.device)
+        self._flush_buf.zero_()
+
+    def _events(self) -> tuple[Any, Any, Any]:
+        ev = self.torch.cuda.Event
+        return ev(enable_timing=True), ev(enable_timing=True), ev(enable_timing=True)
+
+    def time_call(self, fn: Callable[[], Any]) -> dict[str, float]:
+        start, end_stream, end_all = self._events()
+        self.synchronize()
+        w0 = time.perf_counter()
+        start.record()
+        fn()
+        end_stream.record()  # ends when the harness stream's work is done
+        self.synchronize()  # waits for every stream, so side-stream work is inside `ms`
+        end_all.record()
+        end_all.synchronize()
+        wall = (time.perf_counter() - w0) * 1e3
+        return {"ms": start.elapsed_time(end_all), "stream_ms": start.elapsed_time(end_stream), "wall_ms": wall}
+
+    def kernel_times(self, run: Callable[[], None]) -> tuple[list[tuple[str, float]], float]:
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+
+        t0 = time.perf_counter()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            setup_s = time.perf_counter() - t0
+            run()
+            self.synchronize()
+        kernels = [
+            (e.name(), e.duration_ns() / 1e3)
+            for e in prof.profiler.kineto_results.events()
+            if e.device_type() == DeviceType.CUDA
+        ]
+        return kernels, setup_s
+
+
+class NpuBackend(Backend):
+    """Ascend NPU through torch_npu (unverified here: written against the public API)."""
+
+    name = "npu"
+    timing_source = "npu_events"
+    coverage_source = "torch_npu_profiler"
+    FLUSH_BYTES = 192 * 1024 * 1024  # what the Ascend driver's do_bench flushes
+
+    def __init__(self) -> None:
+        super().__init__()
+        import torch_npu  # noqa: F401  (registers torch.npu)
+
+        self._flush_buf = None
+
+    def seed(self, seed: int) -> None:
+        self.torch.manual_seed(seed)
+        self.torch.npu.manual_seed_all(seed)
+
+    def synchronize(self) -> None:
+        self.torch.npu.synchronize()
+
+    def current_stream(self) -> int | None:
+        return int(self.torch.npu.current_stream().npu_stream)
+
+    def flush_cache(self) -> None:
+        if self._flush_buf is None:
+            self._flush_buf = self.torch.empty(self.FLUSH_BYTES // 4, dtype=self.torch.int32, device=self.device)
+        self._flush_buf.zero_()
+
+    def time_call(self, fn: Callable[[], Any]) -> dict[str, float]:
+        ev = self.torch.npu.Event
+        start, end_stream, end_all = ev(enable_timing=True), ev(enable_timing=True), ev(enable_timing=True)
+        self.synchronize()
+        w0 = time.perf_counter()
+        start.record()
+        fn()
+        end_stream.record()
+        self.synchronize()
+        end_all.record()
+        end_all.synchronize()
+        wall = (time.perf_counter() - w0) * 1e3
+        return {"ms": start.elapsed_time(end_all), "stream_ms": start.elapsed_time(end_stream), "wall_ms": wall}
+
+    def kernel_times(self, run: Callable[[], None]) -> tuple[list[tuple[str, float]], float]:
+        import csv
+        import glob
+
+        import torch_npu
+
+        out_dir = os.path.join(os.environ.get("TMPDIR", "."), "npu_profile")
+        t0 = time.perf_counter()
+        with torch_npu.profiler.profile(
+            activities=[torch_npu.profiler.ProfilerActivity.NPU],
+            on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(out_dir),
+        ):
+            setup_s = time.perf_counter() - t0
+            run()
+            self.synchronize()
+        kernels: list[tuple[str, float]] = []
+        for path in glob.glob(os.path.join(out_dir, "**", "kernel_details.csv"), recursive=True):
+            with open(path, newline="") as f:
+                for row in csv.DictReader(f):
+                    kernels.append((row.get("Name", ""), float(row.get("Duration(us)", 0) or 0)))
+        return kernels, setup_s
+
+
+def make_backend(device: str) -> Backend:
+    """The backend object for a resolved device name (inside an evaluation child)."""
+    return {"cpu": CpuBackend, "cuda": CudaBackend, "npu": NpuBackend}[device]()

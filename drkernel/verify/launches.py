@@ -1,0 +1,180 @@
+"""Launch evidence: which of the candidate's own Triton kernels ran, on which stream, for how long.
+
+Two sources, because neither sees everything:
+- `triton.knobs.runtime.launch_enter_hook` (a HookChain with add/remove in Triton 3.6-3.9) sees every
+  compiled launch with its kernel name and stream, but never fires under TRITON_INTERPRET=1.
+- A wrapper around `run` of the JIT function classes (JITFunction, and InterpretedFunction in the
+  interpreter) sees launches in both modes and knows the source file of the kernel, which is how a
+  launch is attributed to the candidate rather than to a library (exact file, not a name match).
+Under the interpreter the wrapper's wall time is the kernel's execution time (CPU coverage).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+
+@dataclass
+class Launch:
+    name: str
+    candidate: bool
+    stream: int | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class Window:
+    """Launches recorded between `begin()` and `end()` (one forward)."""
+
+    launches: list[Launch] = field(default_factory=list)
+
+    def candidate_launches(self) -> list[Launch]:
+        return [x for x in self.launches if x.candidate]
+
+    def candidate_seconds(self) -> float:
+        return sum(x.seconds for x in self.launches if x.candidate)
+
+
+def _kernel_source_file(jit_obj: Any) -> str | None:
+    fn = getattr(jit_obj, "fn", None)
+    code = getattr(fn, "__code__", None)
+    return getattr(code, "co_filename", None)
+
+
+def jit_functions(module: ModuleType) -> list[Any]:
+    """The module's Triton kernels: JITFunction-like globals, unwrapping Autotuner/Heuristics via `.fn`."""
+    from triton.runtime.jit import KernelInterface
+
+    found, seen = [], set()
+    for value in list(vars(module).values()):
+        obj = value
+        while isinstance(obj, KernelInterface) and id(obj) not in seen:
+            seen.add(id(obj))
+            inner = getattr(obj, "fn", None)
+            if isinstance(inner, KernelInterface):
+                obj = inner
+                continue
+            found.append(obj)
+            break
+    return found
+
+
+class LaunchRecorder:
+    """Installed once per evaluation child, before the candidate is imported."""
+
+    def __init__(self, candidate_file: str) -> None:
+        self.candidate_file = candidate_file
+        self.candidate_names: set[str] = set()
+        self._window: Window | None = None
+        self._patched: list[tuple[type, Any]] = []
+        self._hook_chain: Any = None
+        self.hook_api = "none"
+
+    # -- installation -------------------------------------------------------------------------
+    def install(self) -> None:
+        from triton.runtime.jit import JITFunction
+
+        classes: list[type] = [JITFunction]
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            classes.append(InterpretedFunction)
+        except ImportError:
+            pass
+        for cls in classes:
+            self._wrap_run(cls)
+        self._install_hook()
+
+    def _wrap_run(self, cls: type) -> None:
+        original = cls.run
+        recorder = self
+
+        def run(jit_self: Any, *args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("warmup"):
+                return original(jit_self, *args, **kwargs)
+            launch = recorder._note_jit(jit_self)
+            t0 = time.perf_counter()
+            try:
+                return original(jit_self, *args, **kwargs)
+            finally:
+                if launch is not None:
+                    launch.seconds = time.perf_counter() - t0
+
+        run.__wrapped__ = original  # type: ignore[attr-defined]
+        cls.run = run  # type: ignore[method-assign]
+        self._patched.append((cls, original))
+
+    def _install_hook(self) -> None:
+        try:
+            from triton import knobs
+
+            chain = knobs.runtime.launch_enter_hook
+        except (ImportError, AttributeError):
+            return
+        if hasattr(chain, "add") and hasattr(chain, "remove"):
+            chain.add(self._hook)
+            self._hook_chain = chain
+            self.hook_api = "knobs.runtime.launch_enter_hook (HookChain)"
+
+    def uninstall(self) -> None:
+        for cls, original in self._patched:
+            cls.run = original  # type: ignore[method-assign]
+        self._patched.clear()
+        if self._hook_chain is not None:
+            self._hook_chain.remove(self._hook)
+            self._hook_chain = None
+
+    def guarded_objects(self) -> list[tuple[Any, str]]:
+        """(owner, attribute) pairs the tamper check must see unchanged."""
+        pairs: list[tuple[Any, str]] = [(cls, "run") for cls, _ in self._patched]
+        try:
+            from triton import knobs
+
+            pairs.append((knobs.runtime, "launch_enter_hook"))
+        except ImportError:
+            pass
+        return pairs
+
+    def hook_still_installed(self) -> bool:
+        return self._hook_chain is None or self._hook in getattr(self._hook_chain, "calls", [self._hook])
+
+    # -- recording ----------------------------------------------------------------------------
+    def _note_jit(self, jit_obj: Any) -> Launch | None:
+        is_candidate = _kernel_source_file(jit_obj) == self.candidate_file
+        name = getattr(getattr(jit_obj, "fn", None), "__name__", None) or "?"
+        if is_candidate:
+            self.candidate_names.add(name)
+        if self._window is None:
+            return None
+        launch = Launch(name, is_candidate, None, 0.0)
+        self._window.launches.append(launch)
+        return launch
+
+    def note_module(self, module: ModuleType) -> list[str]:
+        """Register the candidate module's kernels by name (the launch hook only knows names)."""
+        for obj in jit_functions(module):
+            if _kernel_source_file(obj) == self.candidate_file:
+                self.candidate_names.add(getattr(obj.fn, "__name__", "?"))
+        return sorted(self.candidate_names)
+
+    def _hook(self, metadata: Any) -> None:
+        if self._window is None:
+            return
+        data = metadata.get() if hasattr(metadata, "get") and callable(metadata.get) else metadata
+        try:
+            name, stream = data["name"], data.get("stream")
+        except (KeyError, TypeError, AttributeError):
+            return
+        # Compiled launches also pass through JITFunction.run (recorded with the source file);
+        # this adds the stream and catches launches of compiled kernels called directly.
+        self._window.launches.append(Launch(str(name), str(name) in self.candidate_names, stream, 0.0))
+
+    def begin(self) -> None:
+        self._window = Window()
+
+    def end(self) -> Window:
+        window, self._window = self._window or Window(), None
+        return window
