@@ -1,5 +1,3 @@
-import math
-
 import torch
 import torch.nn as nn
 
@@ -11,7 +9,7 @@ class Model(nn.Module):
         super().__init__()
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+        scores = torch.matmul(q, k.transpose(-2, -1)) * q.shape[-1] ** -0.5
         return torch.matmul(torch.softmax(scores, dim=-1), v)
 
 
