@@ -40,7 +40,7 @@ class TinyModelConfig(StrictModel):
 class TokenizerConfig(StrictModel):
     """The byte-level BPE trained on the shipped corpus."""
 
-    vocab_size: int = Field(4096, ge=300, description="target vocabulary size, special tokens included")
+    vocab_size: int = Field(2048, ge=300, description="target vocabulary size, special tokens included")
     min_frequency: int = Field(2, ge=1, description="a pair must occur this often to be merged")
 
 
@@ -60,7 +60,7 @@ class SFTEvalConfig(StrictModel):
     temperature: float = Field(0.8, ge=0, description="sampling temperature of the sampled pass")
     top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling threshold of the sampled pass")
     greedy: bool = Field(True, description="also evaluate one greedy answer per task")
-    max_new_tokens: int = Field(1536, ge=1, description="generation budget per answer")
+    max_new_tokens: int = Field(1024, ge=1, description="generation budget per answer")
     batch_size: int = Field(8, ge=1, description="prompts generated together")
     seed: int = Field(0, description="seed of the sampled pass")
     max_concurrency: int = Field(2, ge=1, description="verifications run at once")
