@@ -2,7 +2,9 @@
 
 Each task is a folder `library/<name>/` holding `task.yaml`, `reference.py` (KernelBench `Model`)
 and one or more `solution_<label>.py` files (`ModelNew`). The folders are data, not packages: their
-sources are read as text and handed to the verifier, never imported here.
+sources are read as text and handed to the verifier, never imported here. `library.parquet` next
+to the folder is the same set as a prompt pool (built by `drkernel prepare-data`, see
+`library_parquet_path`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,15 @@ class Task(BaseModel):
 def library_path() -> Path:
     """Folder of the shipped task library (inside the installed package)."""
     return Path(__file__).resolve().parent / "library"
+
+
+def library_parquet_path() -> Path:
+    """The shipped prompt pool built from the library.
+
+    Rebuild after editing a task: `drkernel prepare-data --src drkernel/tasks/library
+    --out drkernel/tasks/library.parquet --data-source drkernel_tasks`.
+    """
+    return Path(__file__).resolve().parent / "library.parquet"
 
 
 def load_task(folder: Path) -> Task:

@@ -43,3 +43,4 @@ def test_wheel_contains_every_task_file(tmp_path: Path):
     assert expected, "empty task library"
     assert expected <= names, sorted(expected - names)[:10]
     assert "drkernel/tasks/loader.py" in names
+    assert "drkernel/tasks/library.parquet" in names
