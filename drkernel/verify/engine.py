@@ -422,7 +422,7 @@ class _Conversation:
             self._finish_perf()
         elif kind == "verdict":
             _, err_kind, message, detail = msg
-            ev.compiled = ev.loaded and err_kind not in _NOT_COMPILED
+            ev.compiled = err_kind not in _NOT_COMPILED  # init, runtime, mismatch: the module did import
             ev.error = ErrorInfo(kind=err_kind, message=message)
             if detail:
                 ev.details["traceback"] = detail
@@ -505,5 +505,8 @@ def verify(reference: str, candidate: str, options: VerifyOptions | None = None)
         verifier = Verifier(device=options.device, max_concurrency=1)
     except DeviceUnavailable as e:
         return _infra_result("usage", str(e), options.device, time.perf_counter())
+    except Exception as e:  # the fork-server or the device probe failed: no verdict
+        return _infra_result("infra", f"could not start the verifier: {type(e).__name__}: {e}", options.device,
+                             time.perf_counter())
     with verifier:
         return verifier.verify(reference, candidate, options)

@@ -1,0 +1,76 @@
+"""`drkernel verify` as a user runs it: a real subprocess, exit codes, stdout discipline."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "vector_add"
+
+
+def drkernel(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    code = "import sys; from pipelines.cli import main; sys.exit(main())"
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.integration
+def test_json_verdict_is_the_only_stdout_even_when_the_candidate_prints(tmp_path):
+    noisy = tmp_path / "noisy.py"
+    noisy.write_text((EXAMPLE / "candidate.py").read_text().replace(
+        "        out = torch.empty_like(a)", "        print('NOISE to stdout'); out = torch.empty_like(a)"))
+    proc = drkernel("verify", "--reference", str(EXAMPLE / "reference.py"), "--candidate", str(noisy), "--json",
+                    "--trials", "2")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1
+    verdict = json.loads(lines[0])
+    assert verdict["status"] == "ok" and verdict["compiled"] and verdict["correct"] and verdict["hack"] is None
+    assert verdict["error"] is None and verdict["reward"] > 0.5
+    for key in ("runtime_ms", "ref_runtime_ms", "speedup", "coverage"):
+        assert isinstance(verdict[key], float)
+    assert "NOISE" in verdict["details"]["candidate_stdout"]
+    assert "NOISE" not in proc.stderr
+
+
+@pytest.mark.integration
+def test_failed_candidate_is_a_verdict_exit_0_and_human_report(tmp_path):
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text((EXAMPLE / "candidate.py").read_text().replace("a + b, mask=mask", "a - b, mask=mask"))
+    proc = drkernel("verify", "--reference", str(EXAMPLE / "reference.py"), "--candidate", str(wrong), "--trials", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("FAIL") and "output_mismatch" in proc.stdout
+
+
+@pytest.mark.integration
+def test_broken_reference_is_an_infra_error_exit_1(tmp_path):
+    ref = tmp_path / "ref.py"
+    ref.write_text("import torch\nraise RuntimeError('broken reference')\n")
+    proc = drkernel("verify", "--reference", str(ref), "--candidate", str(EXAMPLE / "candidate.py"), "--json")
+    assert proc.returncode == 1
+    verdict = json.loads(proc.stdout)
+    assert verdict["status"] == "infra_error" and verdict["error"]["kind"] == "reference"
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--reference", "missing.py", "--candidate", "examples/vector_add/candidate.py"], "not found"),
+        (["--reference", "examples/vector_add/reference.py"], "--candidate"),
+        (["--reference", "examples/vector_add/reference.py", "--candidate", "examples/vector_add/candidate.py",
+          "--device", "tpu"], "--device"),
+        (["--reference", "examples/vector_add/reference.py", "--candidate", "examples/vector_add/candidate.py",
+          "--atol", "-1"], "atol"),
+        (["--reference", "examples/vector_add/reference.py", "--candidate", "examples/vector_add/candidate.py",
+          "--bogus"], "--bogus"),
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(args, needle):
+    proc = drkernel("verify", *args, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr
