@@ -290,7 +290,9 @@ def main(spec: dict[str, Any], parent: Any, trusted: Any) -> None:
                 stats.update(harness.timing())
             if spec["measure_coverage"]:
                 stats.update(harness.coverage())
+            t_reval = time.perf_counter()
             harness.revalidate()
+            stats["revalidation_s"] = time.perf_counter() - t_reval
             stats["tampered"] = harness.tampered
             stats["decoy_calls"] = harness.decoy_calls
             stats["stream_mismatch"] = harness.stream_mismatch[:5]

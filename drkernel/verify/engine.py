@@ -416,7 +416,7 @@ class _Conversation:
             self.phase = "awaiting verdicts"
         elif kind == "perf":
             ev.perf = msg[1]
-            for key in ("timing_s", "coverage_s"):
+            for key in ("timing_s", "coverage_s", "revalidation_s"):
                 if key in msg[1]:
                     ev.phase_s[key.removesuffix("_s")] = msg[1][key]
             self._finish_perf()

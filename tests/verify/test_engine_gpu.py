@@ -1,0 +1,101 @@
+"""The CUDA path of the engine (events, L2 flush, launch hook, CUDA IPC, profiler coverage).
+
+Runs only where a GPU exists; the same engine code is exercised on CPU by test_engine_basic.py.
+"""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("needs an NVIDIA GPU", allow_module_level=True)
+
+from drkernel.verify import Verifier, VerifyOptions  # noqa: E402
+
+pytestmark = [pytest.mark.gpu, pytest.mark.integration]
+
+REFERENCE = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return torch.relu(a + b)
+
+N = 1 << 24
+
+def get_inputs():
+    return [torch.randn(N), torch.randn(N)]
+
+def get_init_inputs():
+    return []
+"""
+
+KERNEL = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+@triton.jit
+def add_relu_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(a_ptr + offs, mask=mask) + tl.load(b_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+def launch(a, b):
+    out = torch.empty_like(a)
+    add_relu_kernel[(triton.cdiv(a.numel(), 4096),)](a, b, out, a.numel(), BLOCK=4096)
+    return out
+"""
+
+HONEST = KERNEL + """
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return launch(a, b)
+"""
+
+# Stream created through getattr so the static gate misses it: the runtime checks must catch it.
+SIDE_STREAM = KERNEL + """
+_make = getattr(torch.cuda, "Str" + "eam")
+_ctx = getattr(torch.cuda, "str" + "eam")
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.s = _make()
+
+    def forward(self, a, b):
+        with _ctx(self.s):
+            out = launch(a, b)
+            for _ in range(20):
+                out = launch(out, b * 0)
+        return out
+"""
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    with Verifier(device="cuda", max_concurrency=2) as v:
+        yield v
+
+
+def test_honest_kernel_on_cuda(verifier):
+    r = verifier.verify(REFERENCE, HONEST, VerifyOptions(num_perf_trials=20))
+    assert r.status == "ok", r.error
+    assert r.correct and r.hack is None and r.timing_source == "cuda_events"
+    assert r.runtime_ms > 0 and r.speedup > 0.5 and r.coverage > 0.9 and r.reward > 1.0
+    assert r.details["coverage_source"] == "torch_profiler_cuda"
+    print(r.model_dump_json(indent=1, exclude={"details": {"trials"}}))
+
+
+def test_reference_against_itself_on_cuda(verifier):
+    r = verifier.verify(REFERENCE, REFERENCE, VerifyOptions(require_triton=False, num_perf_trials=20))
+    assert r.status == "ok" and r.correct and r.hack is None and 0.7 < r.speedup < 1.4
+    assert r.coverage == 0.0
+
+
+def test_side_stream_is_caught_on_cuda(verifier):
+    r = verifier.verify(REFERENCE, SIDE_STREAM, VerifyOptions(num_perf_trials=10))
+    assert r.status == "ok", r.error
+    assert r.hack == "side_stream" and r.reward == 0, r.checks
