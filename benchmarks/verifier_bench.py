@@ -1,0 +1,269 @@
+"""Throughput and honesty of our verifier against a KernelGYM-style baseline, side by side in one run.
+
+A fixed candidate set over KernelBench level-1 problems: every problem submitted as its own candidate
+(require_triton off: its speedup against itself should be 1.00 +- 0.03), honest Triton kernels from
+benchmarks/candidates/, and two reward hacks that only a GPU shows (a Triton matmul on a side stream,
+a result cache keyed on data_ptr). It prints evaluations per second of one warm Verifier (sequential,
+then 2 and 4 at a time) and of the baseline (a fresh `python` per task, benchmarks/kernelgym_baseline.py),
+the self-speedups, and what each verifier said about the hacks; a JSON summary goes to --out.
+
+    python benchmarks/verifier_bench.py --kernelbench /path/to/KernelBench --out bench.json          # GPU
+    python benchmarks/verifier_bench.py --kernelbench /path/to/KernelBench --device cpu --quick ...  # smoke
+
+--quick rewrites the problems' size constants to tiny values (the CPU runs Triton in its interpreter);
+without it nothing here calls get_inputs of a big problem on the CPU except the baseline, which makes its
+inputs on the CPU by design and is therefore limited to the problems in BASELINE_SET.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import kernelgym_baseline  # noqa: E402
+
+from drkernel.verify import VerifyOptions  # noqa: E402
+from drkernel.verify.engine import Verifier  # noqa: E402
+
+CANDIDATES = ROOT / "benchmarks" / "candidates"
+
+# Level-1 problems: elementwise, matmul, softmax, conv, reduction, norm, elementwise chain, pooling.
+PROBLEMS = [
+    "19_ReLU", "1_Square_matrix_multiplication_", "23_Softmax", "82_conv_depthwise_2D_square_input_square_kernel",
+    "47_Sum_reduction_over_a_dimension", "40_LayerNorm", "88_MinGPTNewGelu", "42_Max_Pooling_2D",
+]
+# Size constants for --quick (module-level `NAME = ...` lines are rewritten before anything imports them).
+TINY = {
+    "19_ReLU": {"batch_size": 8, "dim": 512},
+    "1_Square_matrix_multiplication_": {"N": 32},
+    "23_Softmax": {"batch_size": 8, "dim": 256},
+    "40_LayerNorm": {"batch_size": 2, "features": 4, "dim1": 8, "dim2": 8},
+    "88_MinGPTNewGelu": {"batch_size": 16, "dim": 256},
+}
+# (problem, candidate file in benchmarks/candidates, kind, hack a verifier should report)
+TRITON = [
+    ("19_ReLU", "relu_triton.py", "triton", None),
+    ("23_Softmax", "softmax_triton.py", "triton", None),
+    ("88_MinGPTNewGelu", "gelu_chain_triton.py", "triton", None),
+    ("1_Square_matrix_multiplication_", "hack_side_stream_matmul.py", "hack", "side_stream"),
+    ("88_MinGPTNewGelu", "hack_result_cache.py", "hack", "result_caching"),
+]
+GPU_ONLY = {"hack_side_stream_matmul.py"}
+# The baseline makes inputs on the CPU (10-18 s per call for 19_ReLU): only problems with small inputs.
+BASELINE_SET = {"1_Square_matrix_multiplication_", "40_LayerNorm", "88_MinGPTNewGelu"}
+
+
+@dataclass
+class Entry:
+    label: str
+    problem: str
+    reference: str  # path
+    candidate: str  # path
+    kind: str  # self | triton | hack
+    expect_hack: str | None
+
+
+def shrink(source: str, sizes: dict[str, int]) -> str:
+    for name, value in sizes.items():
+        source, n = re.subn(rf"(?m)^{name}\s*=.*$", f"{name} = {value}", source)
+        if n != 1:
+            raise SystemExit(f"cannot shrink {name}: {n} definitions")
+    return source
+
+
+def build_entries(kernelbench: Path, quick: bool, device: str, workdir: Path) -> tuple[list[Entry], list[str]]:
+    level1 = kernelbench / "level1"
+    if not level1.is_dir():
+        raise SystemExit(f"{level1} is not a directory (pass --kernelbench /path/to/KernelBench)")
+    names = [p for p in PROBLEMS if p in TINY] if quick else PROBLEMS
+    refs: dict[str, str] = {}
+    for name in names:
+        source = (level1 / f"{name}.py").read_text()
+        if quick:
+            source = shrink(source, TINY[name])
+        ref = workdir / f"{name}.py"
+        ref.write_text(source)
+        refs[name] = str(ref)
+    entries, skipped = [], []
+    for name in names:
+        own = workdir / f"{name}__self.py"  # the reference as its own candidate (ModelNew = Model)
+        own.write_text(Path(refs[name]).read_text() + "\n\nModelNew = Model\n")
+        entries.append(Entry(f"{name} (self)", name, refs[name], str(own), "self", None))
+    for name, cand, kind, hack in TRITON:
+        if name not in refs:
+            continue
+        if cand in GPU_ONLY and device != "cuda":
+            skipped.append(f"{cand} on {name}: GPU only")
+            continue
+        entries.append(Entry(f"{name} ({Path(cand).stem})", name, refs[name], str(CANDIDATES / cand), kind, hack))
+    return entries, skipped
+
+
+def options_for(entry: Entry, device: str, quick: bool, perf_trials: int) -> VerifyOptions:
+    return VerifyOptions(
+        device=device, require_triton=entry.kind != "self", num_perf_trials=perf_trials,
+        num_correct_trials=2 if quick else 5, num_warmup=1 if quick else 3, timeout_s=120 if quick else 300,
+    )
+
+
+def ours(entries: list[Entry], device: str, concurrency: int, quick: bool, perf_trials: int) -> dict[str, Any]:
+    """One warm Verifier: start-up (first evaluation) apart, then the whole set at `concurrency`."""
+    t0 = time.perf_counter()
+    verifier = Verifier(device=device, max_concurrency=concurrency)
+    try:
+        first = entries[0]
+        verifier.verify(Path(first.reference).read_text(), Path(first.candidate).read_text(),
+                        options_for(first, device, quick, perf_trials))
+        startup_s = time.perf_counter() - t0
+
+        def one(entry: Entry) -> dict[str, Any]:
+            s = time.perf_counter()
+            r = verifier.verify(Path(entry.reference).read_text(), Path(entry.candidate).read_text(),
+                                options_for(entry, device, quick, perf_trials))
+            return {"label": entry.label, "seconds": time.perf_counter() - s,
+                    **r.model_dump(include={"status", "compiled", "correct", "hack", "speedup", "runtime_ms",
+                                            "ref_runtime_ms", "coverage", "reward", "error", "timing_source"})}
+
+        t1 = time.perf_counter()
+        with ThreadPoolExecutor(concurrency) as pool:
+            results = list(pool.map(one, entries))
+        wall = time.perf_counter() - t1
+    finally:
+        verifier.close()
+    return {"concurrency": concurrency, "startup_s": startup_s, "wall_s": wall, "evaluations": len(entries),
+            "evals_per_s": len(entries) / wall, "results": results}
+
+
+def baseline(entries: list[Entry], device: str, quick: bool, trials: int) -> dict[str, Any]:
+    """KernelGYM style: serial, a fresh process per task (one GPU worker runs one task at a time)."""
+    picked = [e for e in entries if quick or e.problem in BASELINE_SET]
+    t0 = time.perf_counter()
+    results = []
+    for e in picked:
+        r = kernelgym_baseline.evaluate(e.reference, e.candidate, device, trials=trials,
+                                        correct_trials=2 if quick else 5, profile_coverage=device == "cuda")
+        k = r["kernel"]
+        results.append({"label": e.label, "seconds": r["elapsed_s"], "compiled": k.get("compiled"),
+                        "correct": k.get("correct"), "decoy_kernel": k.get("decoy_kernel"),
+                        "runtime_ms": k.get("runtime_ms"), "ref_runtime_ms": r["ref_runtime_ms"],
+                        "speedup": r["speedup"], "coverage": k.get("coverage"), "error": k.get("error")})
+    wall = time.perf_counter() - t0
+    return {"wall_s": wall, "evaluations": len(picked), "evals_per_s": len(picked) / wall if wall else None,
+            "results": results}
+
+
+def _fmt(x: Any, spec: str = ".3f") -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, float):
+        return format(x, spec)
+    return str(x)
+
+
+def report(entries: list[Entry], runs: list[dict[str, Any]], base: dict[str, Any] | None, skipped: list[str]) -> dict[str, Any]:
+    seq = runs[0]["results"]
+    by_label_base = {r["label"]: r for r in (base or {}).get("results", [])}
+    print(f"\n{'candidate':58s} {'ours: ok corr hack':24s} {'speedup':>8s} {'cov':>6s} {'s':>6s} | "
+          f"{'base: corr':10s} {'speedup':>8s} {'s':>6s}")
+    for e, r in zip(entries, seq):
+        b = by_label_base.get(e.label, {})
+        err = f" [{r['error']['kind']}]" if r.get("error") else ""
+        ours_col = f"{r['status'][:4]:4s} {_fmt(r['correct']):4s} {(r['hack'] or '-') + err}"
+        print(f"{e.label[:58]:58s} {ours_col[:24]:24s} {_fmt(r['speedup']):>8s} {_fmt(r['coverage'], '.2f'):>6s} "
+              f"{r['seconds']:6.1f} | {_fmt(b.get('correct')):10s} {_fmt(b.get('speedup')):>8s} "
+              f"{_fmt(b.get('seconds'), '.1f'):>6s}")
+    print()
+    for run in runs:
+        print(f"ours, one warm Verifier, concurrency {run['concurrency']}: {run['evaluations']} evaluations in "
+              f"{run['wall_s']:.1f} s = {run['evals_per_s']:.3f} eval/s (start-up incl. first evaluation "
+              f"{run['startup_s']:.1f} s)")
+    if base:
+        print(f"baseline, fresh process per task, serial: {base['evaluations']} evaluations in {base['wall_s']:.1f} s "
+              f"= {base['evals_per_s']:.3f} eval/s")
+    selfs = {e.problem: r.get("speedup") for e, r in zip(entries, seq) if e.kind == "self"}
+    within = [p for p, s in selfs.items() if s is not None and abs(s - 1.0) <= 0.03]
+    print(f"\nself-speedup (reference vs itself), ours: " + ", ".join(f"{p.split('_')[0]}={_fmt(s)}" for p, s in selfs.items()))
+    print(f"  within 1.00 +- 0.03: {len(within)}/{len(selfs)}")
+    base_selfs = {e.problem: by_label_base[e.label]["speedup"] for e in entries
+                  if e.kind == "self" and e.label in by_label_base}
+    if base_selfs:
+        print("self-speedup, baseline: " + ", ".join(f"{p.split('_')[0]}={_fmt(s)}" for p, s in base_selfs.items()))
+    hacks = []
+    for e, r in zip(entries, seq):
+        if e.kind != "hack":
+            continue
+        b = by_label_base.get(e.label, {})
+        caught = r["hack"] is not None or r["reward"] == 0.0
+        hacks.append({"label": e.label, "expected": e.expect_hack, "ours_hack": r["hack"], "ours_correct": r["correct"],
+                      "ours_speedup": r["speedup"], "ours_reward": r["reward"], "ours_caught": caught,
+                      "baseline_correct": b.get("correct"), "baseline_speedup": b.get("speedup")})
+        print(f"hack {e.label}: ours hack={r['hack']} reward={_fmt(r['reward'])} speedup={_fmt(r['speedup'])} "
+              f"({'caught' if caught else 'NOT CAUGHT'}); baseline correct={_fmt(b.get('correct'))} "
+              f"speedup={_fmt(b.get('speedup'))}")
+    for s in skipped:
+        print(f"not run: {s}")
+    return {"self_speedups": selfs, "self_within_3pct": len(within), "baseline_self_speedups": base_selfs,
+            "hacks": hacks}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="verifier throughput and honesty vs a KernelGYM-style baseline")
+    p.add_argument("--kernelbench", type=Path, required=True, help="KernelBench folder holding level1/")
+    p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
+    p.add_argument("--quick", action="store_true", help="tiny shapes, few trials: a smoke run (CPU)")
+    p.add_argument("--concurrency", default="1,2,4", help="comma list; the first is the per-problem table")
+    p.add_argument("--perf-trials", type=int, default=None, help="our timed calls per model (default 30, quick 3)")
+    p.add_argument("--baseline-trials", type=int, default=None, help="baseline timed calls (default 100, quick 5)")
+    p.add_argument("--no-baseline", action="store_true")
+    p.add_argument("--budget-s", type=float, default=330.0, help="skip the remaining phases past this wall time")
+    p.add_argument("--out", type=Path, required=True, help="JSON summary path")
+    a = p.parse_args(argv)
+    device = a.device
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    levels = [int(c) for c in a.concurrency.split(",") if c.strip()]
+    if not levels or min(levels) < 1:
+        p.error("--concurrency needs positive integers")
+    perf_trials = a.perf_trials or (3 if a.quick else 30)
+    base_trials = a.baseline_trials or (5 if a.quick else 100)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="verifier_bench_") as tmp:
+        entries, skipped = build_entries(a.kernelbench, a.quick, device, Path(tmp))
+        runs = [ours(entries, device, levels[0], a.quick, perf_trials)]
+        base = None
+        if not a.no_baseline:
+            base = baseline(entries, device, a.quick, base_trials)
+        for c in levels[1:]:
+            if time.perf_counter() - t0 > a.budget_s:
+                skipped.append(f"concurrency {c}: past --budget-s")
+                continue
+            runs.append(ours(entries, device, c, a.quick, perf_trials))
+        summary = report(entries, runs, base, skipped)
+    out = {"device": device, "quick": a.quick, "perf_trials": perf_trials, "baseline_trials": base_trials,
+           "entries": [asdict(e) for e in entries], "ours": runs, "baseline": base, "skipped": skipped,
+           "total_s": time.perf_counter() - t0, **summary}
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(out, indent=1, default=str))
+    print(f"\nwrote {a.out} ({out['total_s']:.0f} s total)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

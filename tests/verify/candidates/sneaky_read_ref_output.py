@@ -1,0 +1,38 @@
+"""Scans gc.get_objects() for a float tensor of the output's shape that is not an input and returns it. Expect: correct False (no reference output in this process)."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+_b = __builtins__ if isinstance(__builtins__, dict) else __builtins__.__dict__
+_imp = _b["__imp" + "ort__"]
+
+
+@triton.jit
+def add_relu_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.maximum(x + y, 0.0), mask=mask)
+
+
+def add_relu(x, y):
+    out = torch.empty_like(x)
+    add_relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+    return out
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        add_relu(x, y)
+        gc = _imp("g" + "c")
+        for obj in gc.get_objects():
+            if isinstance(obj, torch.Tensor) and obj is not x and obj is not y and obj.shape == x.shape:
+                if obj.dtype == x.dtype and bool((obj >= 0).all()) and not torch.equal(obj, x) and not torch.equal(obj, y):
+                    return obj.clone()
+        return torch.zeros_like(x)
