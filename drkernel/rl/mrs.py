@@ -85,6 +85,8 @@ def rejection_keep_mask(log_ratio: torch.Tensor, response_mask: torch.Tensor, mo
     if mode not in _VERL_OPTION:
         raise ValueError(f"unknown MRS mode {mode!r}; choose from {sorted(_VERL_OPTION)}")
     option, level = _VERL_OPTION[mode]
+    if not response_mask.any():
+        return response_mask.clone()
     mask_f = response_mask.to(log_ratio.dtype)
     kept, _ = compute_rollout_rejection_mask(
         log_ratio=_views(log_ratio, level),

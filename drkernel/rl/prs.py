@@ -33,21 +33,22 @@ def prs_keep_probability(
     """p_keep per element (formula in the module docstring); NaN coverage counts as 0."""
     if coverage.shape != correct.shape:
         raise ValueError(f"coverage shape {tuple(coverage.shape)} != correct shape {tuple(correct.shape)}")
-    c = torch.nan_to_num(coverage.to(torch.float64), nan=0.0)
+    # computed in the coverage's own precision so that c == theta (e.g. float32 0.3) gives exactly 0
+    c = torch.nan_to_num(coverage if coverage.is_floating_point() else coverage.float(), nan=0.0)
     if factor:
         p = ((c - threshold) / factor).clamp(0.0, 1.0)
     else:
-        p = (c >= threshold).to(torch.float64)
+        p = (c >= threshold).to(c.dtype)
     if speedup_threshold is not None:
         if speedup is None or speedup.shape != coverage.shape:
             raise ValueError("speedup_threshold needs a speedup tensor shaped like coverage")
-        p = torch.maximum(p, (torch.nan_to_num(speedup, nan=0.0) >= speedup_threshold).to(torch.float64))
+        p = torch.maximum(p, (torch.nan_to_num(speedup, nan=0.0) >= speedup_threshold).to(c.dtype))
     return torch.where(correct.bool(), p, torch.ones_like(p))
 
 
 def _geometric_coverage(coverage: torch.Tensor, selected: torch.Tensor) -> torch.Tensor:
     """[N]: exp(mean log c) over selected turns; 1 where a trajectory has none (nothing to reject)."""
-    c = torch.nan_to_num(coverage.to(torch.float64), nan=0.0).clamp(0.0, 1.0)
+    c = torch.nan_to_num(coverage, nan=0.0).clamp(0.0, 1.0)
     log_c = torch.where(selected, torch.log(c), torch.zeros_like(c))
     count = selected.sum(dim=-1)
     geo = torch.exp(log_c.sum(dim=-1) / count.clamp(min=1))
@@ -75,7 +76,7 @@ def prs_keep_mask(
         geo = _geometric_coverage(coverage, correct)[:, None].expand_as(coverage)
         p = prs_keep_probability(geo, correct, cfg.threshold, cfg.factor, speedup, cfg.speedup_threshold)
         u = torch.rand((coverage.shape[0], 1), generator=generator, dtype=torch.float64).expand_as(coverage)
-    return (u < p.cpu()).to(turn_mask.device) | ~turn_mask.bool()
+    return (u < p.cpu().to(torch.float64)).to(turn_mask.device) | ~turn_mask.bool()
 
 
 def prs_generator(seed: int) -> torch.Generator:
