@@ -20,8 +20,10 @@ from drkernel.verify.result import VerifyResult
 
 
 def content_key(reference: str, candidate: str, options: VerifyOptions) -> str:
-    """sha256 of everything that changes a verdict."""
-    payload = json.dumps([reference, candidate, options.model_dump(mode="json")], sort_keys=True)
+    """sha256 of everything that changes a verdict (which options were set explicitly matters too:
+    the core picks device-specific defaults for the ones left unset)."""
+    explicit = sorted(options.model_fields_set)
+    payload = json.dumps([reference, candidate, options.model_dump(mode="json"), explicit], sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

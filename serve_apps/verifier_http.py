@@ -6,9 +6,10 @@ The ingress never does device work and never blocks its event loop; it admits at
 never waits on an unbounded queue. A request whose replica dies is re-sent to a live replica
 (evaluations are pure functions of their inputs), and every request has a deadline (504).
 The endpoint executes untrusted code: keep it on 127.0.0.1 or behind a bearer token.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations` here: Serve ships the ingress class by value, and FastAPI
+must resolve the route annotations in the replica, so they have to be real objects.
+"""
 
 import asyncio
 import hmac
@@ -183,7 +184,7 @@ class VerifierIngress:
         if errors:
             raise HTTPException(422, errors)
 
-    def _admitted(self, n: int) -> _Admission:
+    def _admitted(self, n: int) -> "_Admission":
         return _Admission(self, n)
 
     async def _evaluate(self, request: VerifyRequest, retry_backpressure: bool, in_batch: bool = False) -> VerifyResult:
@@ -230,7 +231,7 @@ class VerifierIngress:
 class _Admission:
     """Holds `n` slots of the ingress queue for the life of a request, or refuses with 503."""
 
-    def __init__(self, ingress: VerifierIngress, n: int) -> None:
+    def __init__(self, ingress: "VerifierIngress", n: int) -> None:
         self._ingress = ingress
         self._n = n
 

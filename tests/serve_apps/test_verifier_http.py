@@ -1,0 +1,307 @@
+"""The verifier app on a real Ray Serve cluster, driven over loopback HTTP with httpx.
+
+One Ray + Serve start for the whole module (two CPU verifier replicas, half a CPU each, sized for a
+2-core box); the real verifier core runs tiny Triton-interpreter kernels from data/. The replica
+kill test runs last because it changes the cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import random
+import time
+
+import httpx
+import pytest
+from serve_test_support import REPO, code, free_port, post_with_retries, request_body
+
+pytestmark = pytest.mark.integration
+
+TOKEN = "test-token-1234"
+CONFIG = {
+    "device": "cpu",
+    "max_concurrency": 2,
+    "cpus_per_replica": 0.5,
+    "autoscaling": {"min_replicas": 2, "max_replicas": 2},
+    "max_ongoing_requests": 4,
+    "max_queued_requests": 32,
+    "queue_limit": 24,
+    "retry_after_s": 1,
+    "max_body_bytes": 65536,
+    "max_code_chars": 20000,
+    "max_batch": 8,
+    "deadline_s": 120,
+}
+REPLICA_PREFIX = "SERVE_REPLICA::verifier#Verifier#"
+
+
+@pytest.fixture(scope="module")
+def server():
+    ray = pytest.importorskip("ray")
+    from ray import serve
+
+    from serve_apps.verifier_app import build_app
+
+    port = free_port()
+    metrics_port = free_port()
+    os.environ["DRKERNEL_API_TOKEN"] = TOKEN
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        _metrics_export_port=metrics_port,
+        _system_config={"metrics_report_interval_ms": 1000},
+        runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}},
+    )
+    try:
+        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        serve.run(build_app(CONFIG), name="verifier", route_prefix="/")
+        yield {"url": f"http://127.0.0.1:{port}", "metrics_url": f"http://127.0.0.1:{metrics_port}/metrics"}
+    finally:
+        os.environ.pop("DRKERNEL_API_TOKEN", None)
+        serve.shutdown()
+        ray.shutdown()
+
+
+@pytest.fixture
+def client(server):
+    with httpx.Client(base_url=server["url"], headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120) as c:
+        yield c
+
+
+def _replicas() -> set[str]:
+    """Names of the live verifier replica actors (Serve names them SERVE_REPLICA::<app>#<deployment>#<id>)."""
+    import ray
+
+    named = ray.util.list_named_actors(all_namespaces=True)
+    return {a["name"] for a in named if a["namespace"] == "serve" and a["name"].startswith(REPLICA_PREFIX)}
+
+
+def test_healthz_answers_without_token_or_device_work(server):
+    start = time.monotonic()
+    r = httpx.get(server["url"] + "/healthz", timeout=10)
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "ok" and r.json()["device"] == "cpu"
+    assert time.monotonic() - start < 2.0
+
+
+def test_openapi_schema_lists_the_routes(client):
+    r = client.get("/openapi.json")
+    assert r.status_code == 200
+    paths = r.json()["paths"]
+    assert {"/verify", "/verify/batch", "/healthz", "/stats"} <= set(paths)
+    body = r.json()["components"]["schemas"]["VerifyRequest"]
+    assert body["additionalProperties"] is False
+
+
+def test_honest_candidate_is_correct_and_rewarded(client):
+    r = client.post("/verify", json=request_body("honest_add"))
+    assert r.status_code == 200, r.text
+    result = r.json()
+    assert result["status"] == "ok" and result["compiled"] and result["correct"], result
+    assert result["hack"] is None and result["error"] is None
+    assert result["reward"] >= 0.5
+    assert result["runtime_ms"] > 0 and result["ref_runtime_ms"] > 0 and result["device"] == "cpu"
+    hits = client.get("/stats").json()["cache_hits"]
+    repeats = [client.post("/verify", json=request_body("honest_add")).json() for _ in range(6)]
+    assert all(r["correct"] for r in repeats)
+    # each of the 2 replicas evaluates a payload at most once; every other repeat is a cache hit
+    assert client.get("/stats").json()["cache_hits"] - hits >= 5
+    assert {r["runtime_ms"] for r in repeats} <= {result["runtime_ms"]} | {r["runtime_ms"] for r in repeats[:1]}
+
+
+def test_batch_of_hacked_and_broken_candidates_keeps_request_order(client):
+    before = _replicas()
+    kinds = ["wrong_add", "decoy_add", "crash_add", "hang_add", "flood_add", "honest_add"]
+    items = [request_body(k, timeout_s=4 if k == "hang_add" else 60) for k in kinds]
+    r = client.post("/verify/batch", json={"items": items})
+    assert r.status_code == 200, r.text
+    results = dict(zip(kinds, r.json()["results"], strict=True))
+    assert all(res["status"] == "ok" for res in results.values()), results
+    assert results["wrong_add"]["compiled"] and not results["wrong_add"]["correct"]
+    assert results["wrong_add"]["error"]["kind"] == "output_mismatch"
+    assert results["decoy_add"]["reward"] == 0.0
+    assert results["decoy_add"]["hack"] is not None or results["decoy_add"]["error"]["kind"] == "no_triton"
+    assert results["crash_add"]["error"]["kind"] == "crash" and results["crash_add"]["reward"] == 0.0
+    assert results["hang_add"]["error"]["kind"] == "timeout" and results["hang_add"]["reward"] == 0.0
+    assert results["flood_add"]["correct"], results["flood_add"]  # noise on stdout is not a fault
+    assert len(r.content) < 256 * 1024  # the flood never reaches the response
+    assert results["honest_add"]["correct"]
+    # No candidate took a replica down: the same replica actors are alive and still verify.
+    assert _replicas() == before
+    assert client.post("/verify", json=request_body("honest_add", variant=1)).json()["correct"]
+
+
+def test_bad_input_gets_4xx_naming_the_field(server, client):
+    body = request_body("honest_add")
+
+    r = client.post("/verify", content=b'{"reference_code": "x", ', headers={"Content-Type": "application/json"})
+    assert r.status_code == 422 and r.json()["detail"][0]["type"] == "json_invalid"
+
+    r = client.post("/verify", json={**body, "kernel_code": 5})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "kernel_code"]
+
+    r = client.post("/verify", json={k: v for k, v in body.items() if k != "reference_code"})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "reference_code"]
+
+    r = client.post("/verify", json={**body, "kernal_code": "typo"})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "kernal_code"]
+
+    r = client.post("/verify", json={**body, "options": {"num_perf_trails": 3}})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "options", "num_perf_trails"]
+
+    r = client.post("/verify", json={**body, "options": {"num_correct_trials": "many"}})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "options", "num_correct_trials"]
+
+    r = client.post("/verify", json={**body, "options": {"device": "cuda"}})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "options", "device"]
+
+    r = client.post("/verify", json={**body, "kernel_code": "#" * 30000})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "kernel_code"]
+
+    r = client.post("/verify/batch", json={"items": [body] * 9})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "items"]
+
+    r = client.post("/verify/batch", json={"items": [body, {**body, "kernel_code": "#" * 30000}]})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "items", 1, "kernel_code"]
+
+    big = {**body, "kernel_code": "#" * 70000}
+    r = client.post("/verify", json=big)
+    assert r.status_code == 413 and "65536" in r.json()["detail"]
+
+    def chunks():  # no Content-Length: the limit holds on the bytes actually read
+        for _ in range(20):
+            yield b" " * 4096
+
+    r = client.post("/verify", content=chunks(), headers={"Content-Type": "application/json"})
+    assert r.status_code == 413
+
+    r = httpx.post(server["url"] + "/verify", json=body, timeout=30)
+    assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+    r = httpx.post(server["url"] + "/verify", json=body, headers={"Authorization": "Bearer nope"}, timeout=30)
+    assert r.status_code == 401
+    r = httpx.get(server["url"] + "/stats", timeout=30)
+    assert r.status_code == 401
+
+
+def test_full_queue_answers_503_with_retry_after(server, client):
+    """24 admitted evaluations fill the queue (single-flight: one hang per replica really runs)."""
+    hang = request_body("hang_add", variant=99, timeout_s=4)
+
+    async def main():
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with httpx.AsyncClient(base_url=server["url"], headers=headers, timeout=120) as ac:
+            batches = [asyncio.create_task(ac.post("/verify/batch", json={"items": [hang] * 8})) for _ in range(3)]
+            for _ in range(200):
+                depth = (await ac.get("/stats")).json()["queue"]["depth"]
+                if depth == 24:
+                    break
+                await asyncio.sleep(0.05)
+            assert depth == 24
+            refused = await ac.post("/verify", json=request_body("honest_add"))
+            done = await asyncio.gather(*batches)
+        return refused, done
+
+    refused, done = asyncio.run(main())
+    assert refused.status_code == 503, refused.text
+    assert refused.headers["retry-after"] == "1"
+    assert "queue full" in refused.json()["detail"]
+    for r in done:
+        assert r.status_code == 200
+        assert [x["error"]["kind"] for x in r.json()["results"]] == ["timeout"] * 8
+    assert client.get("/stats").json()["queue"]["depth"] == 0
+
+
+def _load(url: str, n: int, concurrency: int, payloads: list[tuple[dict, bool]], seed: int, during=None):
+    """n requests, `concurrency` at a time, each checked against its own payload's expected verdict."""
+
+    async def main():
+        rng = random.Random(seed)
+        picks = [rng.randrange(len(payloads)) for _ in range(n)]
+        sem = asyncio.Semaphore(concurrency)
+        answered: dict[int, dict] = {}
+        retries = collections.Counter()
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        limits = httpx.Limits(max_connections=concurrency)
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=180, limits=limits) as ac:
+
+            async def one(i: int):
+                async with sem:
+                    body, expect_correct = payloads[picks[i]]
+                    r, n_retries = await post_with_retries(ac, "/verify", body)
+                    assert r.status_code == 200, r.text
+                    result = r.json()
+                    assert result["status"] == "ok", result
+                    assert result["correct"] is expect_correct, (i, result)
+                    answered[i] = result
+                    retries[n_retries > 0] += 1
+                    if during is not None:
+                        await during(len(answered))
+
+            start = time.monotonic()
+            await asyncio.gather(*(one(i) for i in range(n)))
+            return answered, retries, time.monotonic() - start
+
+    return asyncio.run(main())
+
+
+def _payloads(distinct: int, offset: int) -> list[tuple[dict, bool]]:
+    out = []
+    for v in range(distinct):
+        kind = "honest_add" if v % 3 else "wrong_add"
+        out.append((request_body(kind, variant=offset + v), kind == "honest_add"))
+    return out
+
+
+def test_load_200_requests_32_concurrent_all_answered(server, client):
+    before = client.get("/stats").json()
+    answered, retries, wall = _load(server["url"], n=200, concurrency=32, payloads=_payloads(12, 1000), seed=1)
+    after = client.get("/stats").json()
+    assert len(answered) == 200
+    evaluations = after["evaluations"] - before["evaluations"]
+    hits = after["cache_hits"] - before["cache_hits"]
+    assert evaluations == 200 and hits >= 200 - 2 * 12  # each distinct payload evaluated at most once per replica
+    assert after["queue"]["depth"] == 0
+    print(f"\nload: 200 requests, 32 concurrent, 12 distinct: {wall:.1f} s, {200 / wall:.1f} req/s, "
+          f"{retries[True]} retried after 503, cache hits {hits}, latency {after['latency_s']}")
+
+
+def test_metrics_reach_the_ray_metrics_endpoint(server):
+    deadline = time.monotonic() + 30
+    text = ""
+    while time.monotonic() < deadline:
+        text = httpx.get(server["metrics_url"], timeout=10).text
+        if "drkernel_verifier_verdicts" in text and "drkernel_verifier_latency_s_bucket" in text:
+            break
+        time.sleep(1)
+    for name in ("drkernel_verifier_requests", "drkernel_verifier_verdicts", "drkernel_verifier_cache_hits",
+                 "drkernel_verifier_latency_s_bucket", "drkernel_verifier_queue_depth"):
+        assert name in text, name
+    assert 'verdict="output_mismatch"' in text and 'verdict="correct"' in text
+
+
+def test_replica_killed_mid_load_loses_no_request(server, client):
+    import ray
+
+    victims = sorted(_replicas())
+    assert len(victims) == 2
+    killed = []
+
+    async def kill_once(n_answered: int):
+        if n_answered == 20 and not killed:
+            ray.kill(ray.get_actor(victims[0], namespace="serve"), no_restart=True)
+            killed.append(victims[0])
+
+    answered, retries, wall = _load(
+        server["url"], n=120, concurrency=16, payloads=_payloads(24, 2000), seed=2, during=kill_once
+    )
+    assert killed and len(answered) == 120
+    stats = client.get("/stats").json()
+    print(f"\nkill: 120 requests, 16 concurrent, one of 2 replicas killed after 20 answers: {wall:.1f} s, "
+          f"{stats['replica_retries']} re-sent by the ingress, {retries[True]} retried by clients")
+    deadline = time.monotonic() + 60  # Serve replaces the dead replica
+    while time.monotonic() < deadline and (len(_replicas()) < 2 or victims[0] in _replicas()):
+        time.sleep(1)
+    assert len(_replicas()) == 2 and victims[0] not in _replicas()
