@@ -57,7 +57,7 @@ class PRSConfig(StrictModel):
     enabled: bool = Field(True, description="apply PRS")
     mode: Literal["turn", "geometric"] = Field("turn", description="one draw per turn, or per trajectory")
     threshold: float = Field(0.3, ge=0, le=1, description="theta: coverage at or below this is always rejected")
-    factor: float | None = Field(0.1, ge=0, description="f: keep prob rises linearly over (theta, theta+f]; 0/null = hard")
+    factor: float | None = Field(0.1, ge=0, description="f: keep prob linear over (theta, theta+f]; 0/null = hard")
     speedup_threshold: float | None = Field(None, gt=0, description="always keep turns at least this fast; null = off")
     seed: int = Field(0, description="seed of the PRS Bernoulli sampler")
 

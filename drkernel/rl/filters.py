@@ -79,6 +79,19 @@ class GroupVarianceFilter(Generic[G]):
     def buffered(self) -> list[G]:
         return [g for g, _ in self._buffer]
 
+    def state_dict(self) -> dict:
+        """Everything a resumed run needs so buffered groups are neither lost nor repeated."""
+        return {
+            "buffer": [(g, s.clone()) for g, s in self._buffer],
+            "consecutive_skips": self.consecutive_skips,
+            "rng": self._generator.get_state(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self._buffer = [(g, torch.as_tensor(s).reshape(-1)) for g, s in state["buffer"]]
+        self.consecutive_skips = int(state["consecutive_skips"])
+        self._generator.set_state(state["rng"])
+
     def _passes(self, scores: torch.Tensor) -> tuple[bool, str]:
         if not self.cfg.enabled:
             return True, ""

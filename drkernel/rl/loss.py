@@ -66,8 +66,10 @@ def policy_loss(
     """Scalar loss and metrics. Tensors are [rows, L] or [N, T, L] (each turn is a row).
 
     `response_mask` is the final loss mask (after MRS/PRS). `unrejected_mask` (the mask before
-    rejection) and `rollout_log_prob` only feed metrics. With dp_size > 1 pass the global
-    `global_batch_size` (rows with a valid token) or `batch_num_tokens` as verl requires.
+    rejection) and `rollout_log_prob` only feed metrics. When the update is split over micro-batches
+    or ranks, pass the mini-batch-wide `global_batch_size` (rows with a valid token) and
+    `batch_num_tokens` (valid tokens) so every part is normalised alike (verl requires them when
+    dp_size > 1); by default they are counted on this call's tensors.
     """
     shape = log_prob.shape
     for name, t in (("old_log_prob", old_log_prob), ("advantages", advantages), ("response_mask", response_mask)):
@@ -83,7 +85,8 @@ def policy_loss(
         info["global_batch_size"] = global_batch_size or max(int((mask.sum(-1) > 0).sum()), 1)
         info["batch_num_tokens"] = batch_num_tokens or max(int(mask.sum()), 1)
     else:
-        info.update({k: v for k, v in (("global_batch_size", global_batch_size), ("batch_num_tokens", batch_num_tokens)) if v})
+        given = {"global_batch_size": global_batch_size, "batch_num_tokens": batch_num_tokens}
+        info.update({k: v for k, v in given.items() if v is not None})
     actor_cfg = verl_actor_config(cfg, info)
     loss_fn = get_policy_loss_fn("vanilla")
     loss, verl_metrics = loss_fn(
@@ -106,7 +109,11 @@ def policy_loss(
         kl_loss = agg_loss(kl, mask, cfg.loss_agg_mode, **info)
         loss = loss + cfg.kl_coef * kl_loss
         metrics["loss/kl_loss"] = float(kl_loss.detach())
-    as3d = (lambda x: x) if log_prob.dim() == 3 else (lambda x: x.reshape(shape[0], 1, shape[-1]))
+
+    def as3d(x: torch.Tensor) -> torch.Tensor:
+        """[rows, L] -> [rows, 1, L]: without a trajectory axis each row counts as its own."""
+        return x if x.dim() == 3 else x.reshape(x.shape[0], 1, x.shape[-1])
+
     if rollout_log_prob is not None:
         base = response_mask if unrejected_mask is None else unrejected_mask
         metrics.update(mismatch_metrics(as3d(old_log_prob), as3d(rollout_log_prob), as3d(base.bool())))

@@ -65,7 +65,8 @@ def prs_keep_mask(
 ) -> torch.Tensor:
     """[N, T] bool: False for counted turns that PRS rejects; all True when PRS is disabled."""
     if coverage.dim() != 2 or turn_mask.shape != coverage.shape:
-        raise ValueError(f"coverage and turn_mask must both be [N, T]: {tuple(coverage.shape)}, {tuple(turn_mask.shape)}")
+        shapes = f"{tuple(coverage.shape)}, {tuple(turn_mask.shape)}"
+        raise ValueError(f"coverage and turn_mask must both be [N, T]: {shapes}")
     if not cfg.enabled:
         return torch.ones_like(turn_mask, dtype=torch.bool)
     correct = correct.bool() & turn_mask.bool()

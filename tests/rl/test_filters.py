@@ -121,3 +121,14 @@ def test_never_more_consecutive_skips_than_the_bound(max_skip, target, cap, step
         assert run <= max_skip
         if out.forced:
             assert len(out.train) < target
+
+
+def test_state_dict_resumes_buffer_skips_and_rng():
+    cfg = FilterConfig()
+    f = GroupVarianceFilter(cfg, target_groups=2, group_size=4)
+    f.step(["a"], _scores(VARIED))
+    resumed = GroupVarianceFilter(cfg, target_groups=2, group_size=4)
+    resumed.load_state_dict(f.state_dict())
+    assert resumed.buffered == ["a"] and resumed.consecutive_skips == 1
+    nxt = (["b", "c", "d"], _scores(VARIED, VARIED, VARIED))
+    assert resumed.step(*nxt).train == f.step(*nxt).train

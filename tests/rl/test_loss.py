@@ -134,3 +134,14 @@ def test_masked_tokens_get_exactly_zero_gradient(seed, mode):
     assert torch.equal(logits.grad[~mask], torch.zeros_like(logits.grad[~mask]))
     if mask.any():
         assert logits.grad[mask].abs().sum() > 0
+
+
+def test_micro_batches_with_global_counts_sum_to_the_full_loss():
+    logp, old, adv, mask = _random_batch(6)
+    full, _ = policy_loss(logp, old, adv, mask, CFG)
+    rows_with_tokens = int((mask.sum(-1) > 0).sum())
+    parts = [
+        policy_loss(logp[s], old[s], adv[s], mask[s], CFG, global_batch_size=rows_with_tokens)[0]
+        for s in (slice(0, 2), slice(2, None))
+    ]
+    assert (parts[0] + parts[1]).item() == pytest.approx(full.item(), rel=1e-6)

@@ -120,7 +120,13 @@ def _phi(x):
 
 @pytest.mark.parametrize(
     ("mode", "n_avg", "is_sum"),
-    [("token", 1, False), ("turn_geo", 16, False), ("turn", 16, True), ("geometric", 48, False), ("sequence", 48, True)],
+    [
+        ("token", 1, False),
+        ("turn_geo", 16, False),
+        ("turn", 16, True),
+        ("geometric", 48, False),
+        ("sequence", 48, True),
+    ],
 )
 def test_keep_rates_match_the_gaussian_closed_form(mode, n_avg, is_sum):
     """delta ~ N(mu, s^2) iid: a mean of k deltas is N(mu, s^2/k), a sum is N(k mu, k s^2), so
