@@ -23,7 +23,8 @@ functions applied to those two views. verl (0.9.1) has no token veto, so that is
 
 verl's k1 options bound -delta, i.e. the ratio pi_rollout/pi_train; we hand it the reciprocal
 bounds so the kept set is exactly lower <= exp(delta) <= upper. verl clamps each token's delta
-to +-20 before summing; only tokens the veto already rejects can reach that clamp.
+to +-20 before aggregating, so results differ from the unclamped formula only when some token's
+ratio is beyond e^+-20 (the veto already removes the low side of that).
 """
 
 from __future__ import annotations
