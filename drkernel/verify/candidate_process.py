@@ -6,7 +6,8 @@ seed and compares. After correctness it asks the parent for the device's timing 
 reference and candidate interleaved, profiles coverage, and re-validates fresh outputs.
 
 Messages to the parent: ("loaded", info) ("want_timing", summary) ("perf", stats) ("verdict", kind,
-message, detail) for a candidate fault, ("infra", message) for a harness fault.
+message, detail) for a candidate fault, ("reference", message) when the reference fails here,
+("infra", message) for a harness fault.
 """
 
 from __future__ import annotations
@@ -300,7 +301,7 @@ def main(spec: dict[str, Any], parent: Any, trusted: Any) -> None:
     except CandidateFault as f:
         parent.send(("verdict", f.kind, f.message, f.detail))
     except ReferenceFailure as e:
-        parent.send(("infra", str(e)))
+        parent.send(("reference", str(e)))
     except (EOFError, BrokenPipeError, ConnectionResetError):
         pass  # the parent decided and went away
     except Exception as e:

@@ -427,6 +427,8 @@ class _Conversation:
             if detail:
                 ev.details["traceback"] = detail
             self.done = True
+        elif kind == "reference":
+            raise _Infra("reference", msg[1])
         elif kind == "infra":
             raise _Infra("infra", msg[1])
 
