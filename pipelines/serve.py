@@ -8,7 +8,9 @@ cluster). Settings come from a Serve config file's `args` (--config), flags, and
 from __future__ import annotations
 
 import argparse
+import os
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -95,19 +97,31 @@ def _start_ray(address: str | None, num_cpus: float | None) -> bool:
     return True
 
 
+def _validated(app_args: dict[str, Any]) -> Any:
+    """VerifierServeConfig of `app_args`, or a one-line usage error naming each bad field."""
+    from pydantic import ValidationError
+
+    from serve_apps.verifier_config import VerifierServeConfig
+
+    try:
+        return VerifierServeConfig.model_validate(app_args)
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: "
+            f"{'unknown key' if err['type'] == 'extra_forbidden' else err['msg']}"
+            for err in e.errors()
+        )
+        raise UsageError(f"drkernel serve: invalid verifier settings: {problems}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from ray import serve
 
     from serve_apps.verifier import APP_NAME
     from serve_apps.verifier_app import build_app
-    from serve_apps.verifier_config import VerifierServeConfig
 
     app_args, host, port = _settings(args)
-    if "device" in app_args and app_args["device"] != "auto":
-        try:  # fail on bad settings before starting anything
-            VerifierServeConfig.model_validate(app_args)
-        except ValueError as e:
-            raise UsageError(f"drkernel serve: invalid verifier settings: {e}".replace("\n", "; ")) from None
+    _validated({**app_args, "device": "cpu"} if app_args.get("device", "auto") == "auto" else app_args)
 
     import ray
 
@@ -117,10 +131,10 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     try:
         _resolve_device(app_args)
-        try:
-            cfg = VerifierServeConfig.model_validate(app_args)
-        except ValueError as e:
-            raise UsageError(f"drkernel serve: invalid verifier settings: {e}".replace("\n", "; ")) from None
+        cfg = _validated(app_args)
+        if host not in ("127.0.0.1", "localhost", "::1") and not os.environ.get(cfg.api_token_env):
+            print(f"warning: {host}:{port} runs untrusted kernel code for anyone who can reach it; "
+                  f"set {cfg.api_token_env} to require a bearer token", file=sys.stderr, flush=True)
         serve.start(http_options={"host": host, "port": port})
         serve.run(build_app(cfg.model_dump()), name=APP_NAME, route_prefix="/", blocking=False)
         print(f"verifier ({cfg.device}) listening on http://{host}:{port}  [POST /verify, /verify/batch; "

@@ -109,7 +109,7 @@ def test_honest_candidate_is_correct_and_rewarded(client):
     assert all(r["correct"] for r in repeats)
     # each of the 2 replicas evaluates a payload at most once; every other repeat is a cache hit
     assert client.get("/stats").json()["cache_hits"] - hits >= 5
-    assert {r["runtime_ms"] for r in repeats} <= {result["runtime_ms"]} | {r["runtime_ms"] for r in repeats[:1]}
+    assert len({result["runtime_ms"]} | {r["runtime_ms"] for r in repeats}) <= 2  # one measurement per replica
 
 
 def test_batch_of_hacked_and_broken_candidates_keeps_request_order(client):
@@ -223,6 +223,7 @@ def _load(url: str, n: int, concurrency: int, payloads: list[tuple[dict, bool]],
         sem = asyncio.Semaphore(concurrency)
         answered: dict[int, dict] = {}
         retries = collections.Counter()
+        latencies: list[float] = []
         headers = {"Authorization": f"Bearer {TOKEN}"}
         limits = httpx.Limits(max_connections=concurrency)
         async with httpx.AsyncClient(base_url=url, headers=headers, timeout=180, limits=limits) as ac:
@@ -230,7 +231,9 @@ def _load(url: str, n: int, concurrency: int, payloads: list[tuple[dict, bool]],
             async def one(i: int):
                 async with sem:
                     body, expect_correct = payloads[picks[i]]
+                    t = time.monotonic()
                     r, n_retries = await post_with_retries(ac, "/verify", body)
+                    latencies.append(time.monotonic() - t)
                     assert r.status_code == 200, r.text
                     result = r.json()
                     assert result["status"] == "ok", result
@@ -242,7 +245,14 @@ def _load(url: str, n: int, concurrency: int, payloads: list[tuple[dict, bool]],
 
             start = time.monotonic()
             await asyncio.gather(*(one(i) for i in range(n)))
-            return answered, retries, time.monotonic() - start
+            latencies.sort()
+            summary = {
+                "wall_s": round(time.monotonic() - start, 2),
+                "p50_s": round(latencies[len(latencies) // 2], 3),
+                "p99_s": round(latencies[int(0.99 * (len(latencies) - 1))], 3),
+                "retried": retries[True],
+            }
+            return answered, summary
 
     return asyncio.run(main())
 
@@ -257,15 +267,16 @@ def _payloads(distinct: int, offset: int) -> list[tuple[dict, bool]]:
 
 def test_load_200_requests_32_concurrent_all_answered(server, client):
     before = client.get("/stats").json()
-    answered, retries, wall = _load(server["url"], n=200, concurrency=32, payloads=_payloads(12, 1000), seed=1)
+    answered, summary = _load(server["url"], n=200, concurrency=32, payloads=_payloads(12, 1000), seed=1)
     after = client.get("/stats").json()
     assert len(answered) == 200
     evaluations = after["evaluations"] - before["evaluations"]
     hits = after["cache_hits"] - before["cache_hits"]
     assert evaluations == 200 and hits >= 200 - 2 * 12  # each distinct payload evaluated at most once per replica
     assert after["queue"]["depth"] == 0
-    print(f"\nload: 200 requests, 32 concurrent, 12 distinct: {wall:.1f} s, {200 / wall:.1f} req/s, "
-          f"{retries[True]} retried after 503, cache hits {hits}, latency {after['latency_s']}")
+    print(f"\nload: 200 requests, 32 concurrent, 12 distinct payloads: {summary} (client side, retries included); "
+          f"{200 / summary['wall_s']:.1f} req/s; {evaluations - hits} real evaluations, {hits} cache hits; "
+          f"server 503s so far {after['responses'].get('503', 0)}")
 
 
 def test_metrics_reach_the_ray_metrics_endpoint(server):
@@ -287,6 +298,7 @@ def test_replica_killed_mid_load_loses_no_request(server, client):
 
     victims = sorted(_replicas())
     assert len(victims) == 2
+    resent_before = client.get("/stats").json()["replica_retries"]
     killed = []
 
     async def kill_once(n_answered: int):
@@ -294,13 +306,15 @@ def test_replica_killed_mid_load_loses_no_request(server, client):
             ray.kill(ray.get_actor(victims[0], namespace="serve"), no_restart=True)
             killed.append(victims[0])
 
-    answered, retries, wall = _load(
+    answered, summary = _load(
         server["url"], n=120, concurrency=16, payloads=_payloads(24, 2000), seed=2, during=kill_once
     )
     assert killed and len(answered) == 120
     stats = client.get("/stats").json()
-    print(f"\nkill: 120 requests, 16 concurrent, one of 2 replicas killed after 20 answers: {wall:.1f} s, "
-          f"{stats['replica_retries']} re-sent by the ingress, {retries[True]} retried by clients")
+    # the kill hit requests in flight: the ingress re-sent them (or a client retried), none was lost
+    assert stats["replica_retries"] - resent_before + summary["retried"] >= 1
+    print(f"\nkill: 120 requests, 16 concurrent, one of 2 replicas killed after 20 answers: {summary}; "
+          f"{stats['replica_retries']} re-sent by the ingress")
     deadline = time.monotonic() + 60  # Serve replaces the dead replica
     while time.monotonic() < deadline and (len(_replicas()) < 2 or victims[0] in _replicas()):
         time.sleep(1)
