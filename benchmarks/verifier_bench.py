@@ -243,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu" and not a.quick:
+        p.error("on the CPU use --quick: full KernelBench shapes take gigabytes and minutes per input set")
     if device == "cpu":  # Triton's library @jit functions must be created in interpreter mode (before import)
         os.environ["TRITON_INTERPRET"] = "1"
     levels = [int(c) for c in a.concurrency.split(",") if c.strip()]
