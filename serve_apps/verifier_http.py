@@ -151,8 +151,8 @@ class VerifierIngress:
         async def verify(request: VerifyRequest) -> VerifyResult:
             """One evaluation; the body of `drkernel verify --json` comes back."""
             self._check_limits([request], ("body",))
-            async with self._admitted(1):
-                return await self._evaluate(request, retry_backpressure=False)
+            async with _Admission(self, 1):
+                return await self._evaluate(request, in_batch=False)
 
         @app.post("/verify/batch", response_model=BatchResponse)
         async def verify_batch(batch: BatchRequest) -> BatchResponse:
@@ -161,10 +161,8 @@ class VerifierIngress:
                 raise HTTPException(422, [{"loc": ["body", "items"], "type": "too_long",
                                            "msg": f"{len(batch.items)} items; at most {self.config.max_batch}"}])
             self._check_limits(batch.items, ("body", "items"))
-            async with self._admitted(len(batch.items)):
-                results = await asyncio.gather(
-                    *(self._evaluate(item, retry_backpressure=True, in_batch=True) for item in batch.items)
-                )
+            async with _Admission(self, len(batch.items)):
+                results = await asyncio.gather(*(self._evaluate(item, in_batch=True) for item in batch.items))
             return BatchResponse(results=list(results))
 
         return app
@@ -184,11 +182,13 @@ class VerifierIngress:
         if errors:
             raise HTTPException(422, errors)
 
-    def _admitted(self, n: int) -> "_Admission":
-        return _Admission(self, n)
+    async def _evaluate(self, request: VerifyRequest, in_batch: bool) -> VerifyResult:
+        """Send one request to a replica; re-send if it died, bounded by the deadline.
 
-    async def _evaluate(self, request: VerifyRequest, retry_backpressure: bool, in_batch: bool = False) -> VerifyResult:
-        """Send one request to a replica; re-send if it died, bounded by the deadline."""
+        A single request reports trouble as a status code (503/504) the client can act on; a batch
+        item waits out back-pressure and, failing that, becomes an infra_error result in its place,
+        so the rest of the batch is not lost.
+        """
         start = time.monotonic()
         deadline = start + self.config.deadline_s
         deaths = 0
@@ -219,12 +219,12 @@ class VerifierIngress:
                 await asyncio.sleep(min(0.2 * deaths, max(deadline - time.monotonic(), 0)))
             except BackPressureError as e:
                 retry_after = e.retry_after_s if e.retry_after_s is not None else self.config.retry_after_s
-                if not retry_backpressure:
+                if not in_batch:
                     raise _Refused(503, str(e), retry_after) from None
                 await asyncio.sleep(min(max(retry_after, 0.1), max(deadline - time.monotonic(), 0)))
         latency = time.monotonic() - start
         self._stats.record(result, hit, latency)
-        self._metrics.record(result, hit, latency)
+        self._metrics.latency.observe(latency)  # verdicts and cache hits are counted by the replicas
         return result
 
 

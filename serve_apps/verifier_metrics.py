@@ -1,7 +1,9 @@
 """Verifier metrics for the Ray dashboard (Prometheus names start with `ray_drkernel_verifier_`).
 
-Serve's metric classes add the deployment, replica and application tags, so each replica's
-series can be told apart and summed.
+Serve's metric classes add the deployment, replica and application tags. The verifier replicas
+count every evaluation (HTTP or handle callers): verdicts, cache hits, latency, in-flight depth.
+The HTTP ingress counts requests by route, refusals by status code, end-to-end latency and the
+depth of its admission queue; filter by `deployment` to read one or the other.
 """
 
 from __future__ import annotations

@@ -134,6 +134,21 @@ def test_batch_of_hacked_and_broken_candidates_keeps_request_order(client):
     assert client.post("/verify", json=request_body("honest_add", variant=1)).json()["correct"]
 
 
+def test_handle_api_returns_the_typed_result(server):
+    """In-cluster callers (rollout workers) use a DeploymentHandle and get a VerifyResult, not JSON."""
+    from drkernel.verify.options import VerifyOptions
+    from drkernel.verify.result import VerifyResult
+    from serve_apps.verifier import verifier_handle
+
+    handle = verifier_handle()
+    opts = VerifyOptions(num_correct_trials=2, num_perf_trials=3, num_warmup=1)
+    result = handle.verify.remote(code("reference_add"), code("wrong_add"), opts).result(timeout_s=120)
+    assert isinstance(result, VerifyResult)
+    assert result.compiled and not result.correct and result.error.kind == "output_mismatch"
+    with pytest.raises(ValueError, match="own 'cpu' devices"):
+        handle.verify.remote(code("reference_add"), code("honest_add"), {"device": "cuda"}).result(timeout_s=60)
+
+
 def test_bad_input_gets_4xx_naming_the_field(server, client):
     body = request_body("honest_add")
 
