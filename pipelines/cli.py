@@ -53,4 +53,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run through the importable module so subcommands raise the same UsageError class we catch.
+    from pipelines.cli import main as _main
+
+    sys.exit(_main())
