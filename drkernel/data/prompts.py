@@ -136,8 +136,6 @@ def _trim(text: str, limit: int) -> str:
     text = text.strip()
     if len(text) <= limit:
         return text
-    if limit <= len(TRUNCATION_MARKER):
-        return TRUNCATION_MARKER[:limit]
     head = (limit - len(TRUNCATION_MARKER)) // 3
     tail = limit - head - len(TRUNCATION_MARKER)
     return text[:head] + TRUNCATION_MARKER + text[len(text) - tail :]
@@ -180,12 +178,12 @@ def _cut(text: str, limit: int) -> str:
     """Keep the start of `text`, ending in TRUNCATION_MARKER when something was cut."""
     if len(text) <= limit:
         return text
-    return text[: max(limit - len(TRUNCATION_MARKER), 0)] + TRUNCATION_MARKER[: max(limit, 0)]
+    return text[: limit - len(TRUNCATION_MARKER)] + TRUNCATION_MARKER
 
 
 def _shares(details: list[tuple[str, str]], room: int) -> list[int]:
     """Split `room` so short details get all they need and long ones share the rest evenly."""
-    sizes = [len(label) + len(text) + 1 for label, text in details]
+    sizes = [len(label) + len(text.strip()) + 1 for label, text in details]
     shares = [0] * len(details)
     for k, i in enumerate(sorted(range(len(details)), key=sizes.__getitem__)):
         shares[i] = min(sizes[i], room // (len(details) - k))
@@ -206,18 +204,21 @@ def feedback_message(
     verdict = result if isinstance(result, VerifyResult) else VerifyResult.model_validate(result)
     tail = _FEEDBACK_TAIL.format(new_name=f"{entry_point}New")
     room = budget_chars - len(tail) - 1
-    if room < len(_FEEDBACK_HEAD) + len(TRUNCATION_MARKER):
+    if room < len(_FEEDBACK_HEAD) + 2 * len(TRUNCATION_MARKER):
         raise ValueError(f"budget_chars={budget_chars} is too small; need at least {budget_chars - room + 60}")
     body = _cut("\n".join([_FEEDBACK_HEAD, *_summary_lines(verdict)]), room)
     details = _detail_lines(verdict)
-    for (label, text), share in zip(details, _shares(details, room - len(body)), strict=True):
+    room -= len(body) + len(TRUNCATION_MARKER) + 1  # kept for the marker of a dropped line
+    dropped = False
+    for (label, text), share in zip(details, _shares(details, room), strict=True):
         share -= 1  # the newline before the line
-        if share <= len(label) + len(TRUNCATION_MARKER) + 8:
-            line = _cut(label + text, share)
-        else:
-            line = label + _trim(text.replace("\r", ""), share - len(label))
-        if line:
-            body += "\n" + line
+        text = text.strip().replace("\r", "")
+        if len(label) + len(text) > share and share < len(label) + len(TRUNCATION_MARKER) + 8:
+            dropped = True
+            continue
+        body += "\n" + label + _trim(text, share - len(label))
+    if dropped and not body.endswith(TRUNCATION_MARKER):
+        body += "\n" + TRUNCATION_MARKER
     return {"role": "user", "content": f"{body}\n{tail}"}
 
 
