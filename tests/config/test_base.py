@@ -1,0 +1,73 @@
+"""Config loading: YAML + `key.sub=value` overrides, unknown keys rejected at every level."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import Field
+
+from drkernel.config.base import ConfigError, StrictModel, apply_overrides, load_config
+
+
+class Inner(StrictModel):
+    lr: float = Field(1e-3, description="learning rate")
+    steps: int = Field(10, description="steps")
+
+
+class Outer(StrictModel):
+    name: str = Field("demo", description="run name")
+    inner: Inner = Field(default_factory=Inner, description="nested section")
+    tags: list[str] = Field(default_factory=list, description="free tags")
+
+
+def test_defaults_without_file():
+    cfg = load_config(Outer)
+    assert cfg.name == "demo" and cfg.inner.lr == 1e-3
+
+
+def test_yaml_then_overrides_win(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("name: a\ninner:\n  lr: 0.5\n")
+    cfg = load_config(Outer, path, ["inner.steps=7", "inner.lr=2e-2", "tags=[x, y]"])
+    assert (cfg.name, cfg.inner.lr, cfg.inner.steps, cfg.tags) == ("a", 0.02, 7, ["x", "y"])
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needle"),
+    [
+        (["inner.lrr=1"], "inner.lrr: unknown key"),
+        (["nope=1"], "nope: unknown key"),
+        (["inner.steps=abc"], "inner.steps"),
+        (["inner"], "key.sub=value"),
+        (["inner..lr=1"], "key.sub=value"),
+        (["name.x=1"], "name"),
+    ],
+)
+def test_bad_overrides_name_the_key(overrides, needle):
+    with pytest.raises(ConfigError, match=needle.replace(".", r"\.")):
+        load_config(Outer, None, overrides)
+
+
+def test_unknown_key_in_yaml(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("inner:\n  lr: 1\n  momentum: 0.9\n")
+    with pytest.raises(ConfigError, match=r"inner\.momentum: unknown key"):
+        load_config(Outer, path)
+
+
+def test_missing_and_malformed_files(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(Outer, tmp_path / "absent.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("a: [1, 2\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(Outer, bad)
+    scalar = tmp_path / "scalar.yaml"
+    scalar.write_text("3\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_config(Outer, scalar)
+
+
+def test_apply_overrides_does_not_mutate_input():
+    data = {"inner": {"lr": 1}}
+    out = apply_overrides(data, ["inner.lr=2"])
+    assert data == {"inner": {"lr": 1}} and out == {"inner": {"lr": 2}}
