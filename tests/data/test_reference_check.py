@@ -1,0 +1,44 @@
+"""The runtime load check execs references in a child process, without calling get_inputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from drkernel.data.reference_check import CheckerFailed, check_loadable
+
+GOOD = """import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return x
+def get_inputs():
+    raise SystemExit("get_inputs must never be called by the load check")
+def get_init_inputs():
+    return []
+"""
+
+
+def test_verdicts_per_source():
+    verdicts = check_loadable(
+        {
+            "good.py": GOOD,
+            "raises.py": "import torch\nraise RuntimeError('module body failed')\n",
+            "not_module.py": GOOD.replace("class Model(nn.Module)", "class Model"),
+            "no_inputs.py": GOOD.replace("def get_inputs", "def other"),
+            "exits.py": "import sys\nprint('noise')\nsys.exit(3)\n",
+        }
+    )
+    assert verdicts["good.py"] is None
+    assert verdicts["raises.py"] == "RuntimeError: module body failed"
+    assert verdicts["not_module.py"] == "Model is not an nn.Module subclass"
+    assert verdicts["no_inputs.py"] == "get_inputs is not callable"
+    assert verdicts["exits.py"] == "SystemExit: 3"
+
+
+def test_a_source_that_kills_the_checker_is_named():
+    with pytest.raises(CheckerFailed, match=r"1 of 3 checked, stopped at killer.py"):
+        check_loadable({"a.py": GOOD, "killer.py": "import os\nos._exit(9)\n", "b.py": GOOD})
+
+
+def test_empty_input_needs_no_process():
+    assert check_loadable({}) == {}
