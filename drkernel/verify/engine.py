@@ -33,7 +33,6 @@ from drkernel.verify.options import VerifyOptions
 from drkernel.verify.result import CheckRecord, ErrorInfo, VerifyResult
 from drkernel.verify.sandbox import read_tail
 
-PRELOAD = ["drkernel.verify.preload"]
 CPU_PERF_TRIALS = 5  # CPU default when the caller left num_perf_trials unset: interpreter times are logic-level
 CPU_WARMUP = 1
 REVALIDATIONS = ("last_timed_call", "fresh_seed", "first_seed_again")
@@ -193,9 +192,11 @@ class Verifier:
             raise ValueError("max_concurrency must be >= 1")
         t0 = time.perf_counter()
         self._ctx = multiprocessing.get_context("forkserver")
-        self._ctx.set_forkserver_preload(PRELOAD)
-        self.available = self._probe()
+        self.available = self._probe() if device != "cpu" and _accelerator_nodes() else {"cpu": True}
         self.device = resolve_device(device, self.available)
+        self._interpret = self.device == "cpu"
+        if self._interpret:
+            self._warm()
         self.startup_s = time.perf_counter() - t0
         self._slots = threading.BoundedSemaphore(max_concurrency)
         self._timing_lock = threading.Lock()
@@ -203,10 +204,11 @@ class Verifier:
         self._live_lock = threading.Lock()
         self._closed = False
 
-    def _probe(self) -> dict[str, bool]:
-        """Which devices exist, asked of a fork-server child (this also warms the fork-server)."""
+    def _probe(self, interpret: bool = False) -> dict[str, bool]:
+        """Which devices exist, asked of a fork-server child (this also warms that fork-server)."""
         recv, send = self._ctx.Pipe(duplex=False)
-        proc = ChildProcess(target=_entry, args=("drkernel.verify.preload", "probe", send), daemon=True)
+        proc = ChildProcess(target=_entry, args=("drkernel.verify.preload", "probe", send), daemon=True,
+                            interpret=interpret)
         proc.start()
         send.close()
         try:
@@ -219,6 +221,10 @@ class Verifier:
             proc.join(5)
             if proc.exitcode is None:
                 proc.kill()
+
+    def _warm(self) -> None:
+        """Start the interpreter-mode fork-server now rather than in the first evaluation."""
+        self._probe(interpret=True)
 
     def __enter__(self) -> Verifier:
         return self
@@ -254,6 +260,8 @@ class Verifier:
             f"kernels: {', '.join(gate.triton_kernels) or 'none'}")))
         if not gate.passed:
             ev.error = ErrorInfo(kind=gate.kind, message=gate.message)  # type: ignore[arg-type]
+            if gate.kind == "forbidden":
+                ev.hacks.append("forbidden_api")  # an escape or tampering attempt, not an honest failure
             return ev.result(time.perf_counter() - t0)
         with self._slots:
             try:
@@ -294,9 +302,9 @@ class Verifier:
             c_conn, c_end = self._ctx.Pipe()
             t_conn, t_end = self._ctx.Pipe()
             ct_c, ct_t = self._ctx.Pipe()
-            ref = ChildProcess(target=_entry, daemon=True,
+            ref = ChildProcess(target=_entry, daemon=True, interpret=self._interpret,
                                     args=("drkernel.verify.reference_process", "main", self._spec(ev, rdir, kernels), t_end, ct_t))
-            cand = ChildProcess(target=_entry, daemon=True,
+            cand = ChildProcess(target=_entry, daemon=True, interpret=self._interpret,
                                      args=("drkernel.verify.candidate_process", "main", self._spec(ev, cdir, kernels), c_end, ct_c))
             t_fork = time.perf_counter()
             try:
@@ -493,6 +501,13 @@ class _Conversation:
             f"evaluation exceeded {self.ev.options.timeout_s:g} s during {self.phase}"))
         self.ev.compiled = self.ev.loaded
         self.done = True
+
+
+def _accelerator_nodes() -> bool:
+    """Cheap, torch-free hint that a GPU or NPU may exist (device nodes); the probe decides."""
+    import glob
+
+    return bool(glob.glob("/dev/nvidia[0-9]*") or os.path.exists("/dev/nvidiactl") or glob.glob("/dev/davinci[0-9]*"))
 
 
 def _infra_result(kind: str, message: str, device: str, t0: float, details: dict[str, Any] | None = None) -> VerifyResult:

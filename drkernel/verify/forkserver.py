@@ -1,10 +1,14 @@
-"""Evaluation children forked from multiprocessing's fork-server, without re-running `__main__`.
+"""Evaluation children forked from a warm multiprocessing fork-server, without re-running `__main__`.
+
+Two fork-servers at most per process, one per Triton mode: CPU evaluations need TRITON_INTERPRET=1
+set before Triton is imported (Triton's own library kernels are decorated at import), accelerators
+need it unset. Each is a `multiprocessing.forkserver.ForkServer` of its own, started on first use.
 
 Stock forkserver children re-import the caller's main module (as `__mp_main__`): a script without
 an `if __name__ == "__main__"` guard would run again in every child, and `python -m pytest` would
 re-import pytest per evaluation. The harness needs nothing from `__main__`, so the preparation data
 sent to the child drops it. The launch is the standard library's own (3.10-3.13); newer Pythons
-changed the handshake and use the stock path.
+changed the handshake and are refused.
 """
 
 from __future__ import annotations
@@ -13,15 +17,31 @@ import io
 import multiprocessing
 import os
 import sys
+import threading
 from multiprocessing import context, forkserver, popen_forkserver, spawn, util
+
+PRELOAD = ["drkernel.verify.preload"]
+_SERVERS: dict[bool, forkserver.ForkServer] = {}
+_SERVERS_LOCK = threading.Lock()
 
 _MAIN_KEYS = ("init_main_from_path", "init_main_from_name")
 
 
+def server(interpret: bool) -> forkserver.ForkServer:
+    """The fork-server for one Triton mode (created here, started by its first child)."""
+    with _SERVERS_LOCK:
+        if interpret not in _SERVERS:
+            srv = forkserver.ForkServer()
+            srv.set_forkserver_preload((["drkernel.verify.interpreter_env"] if interpret else []) + PRELOAD)
+            _SERVERS[interpret] = srv
+        return _SERVERS[interpret]
+
+
 class _Popen(popen_forkserver.Popen):
     def _launch(self, process_obj: multiprocessing.process.BaseProcess) -> None:
+        srv = server(bool(getattr(process_obj, "interpret", False)))
         if sys.version_info >= (3, 14):
-            return super()._launch(process_obj)
+            raise RuntimeError("drkernel's fork-server launch supports Python 3.10-3.13")
         prep_data = {k: v for k, v in spawn.get_preparation_data(process_obj._name).items() if k not in _MAIN_KEYS}
         buf = io.BytesIO()
         context.set_spawning_popen(self)
@@ -30,7 +50,7 @@ class _Popen(popen_forkserver.Popen):
             context.reduction.dump(process_obj, buf)
         finally:
             context.set_spawning_popen(None)
-        self.sentinel, w = forkserver.connect_to_new_process(self._fds)
+        self.sentinel, w = srv.connect_to_new_process(self._fds)
         _parent_w = os.dup(w)
         self.finalizer = util.Finalize(self, util.close_fds, (_parent_w, self.sentinel))
         with open(w, "wb", closefd=True) as f:
@@ -40,7 +60,11 @@ class _Popen(popen_forkserver.Popen):
 
 
 class ChildProcess(context.ForkServerProcess):
-    """A fork-server child that does not import the caller's `__main__`."""
+    """A fork-server child that does not import the caller's `__main__`; `interpret` picks the server."""
+
+    def __init__(self, *args: object, interpret: bool = False, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.interpret = interpret
 
     @staticmethod
     def _Popen(process_obj: multiprocessing.process.BaseProcess) -> _Popen:
