@@ -204,8 +204,13 @@ def check_source(source: str, require_triton: bool = True) -> GateResult:
         return GateResult(False, "syntax", f"SyntaxError: {e.msg} (line {e.lineno})")
     except ValueError as e:  # e.g. null bytes in the source
         return GateResult(False, "syntax", f"unparsable source: {e}")
+    except (RecursionError, MemoryError):
+        return GateResult(False, "syntax", "source nested too deeply to parse")
     scanner = _Scanner()
-    scanner.visit(tree)
+    try:
+        scanner.visit(tree)
+    except RecursionError:
+        return GateResult(False, "forbidden", "source nested too deeply to check")
     if scanner.violations:
         shown = "; ".join(scanner.violations[:5])
         more = f" (+{len(scanner.violations) - 5} more)" if len(scanner.violations) > 5 else ""
