@@ -249,7 +249,8 @@ class CandidateHarness:
                 "profiler_kernels": len(kernels), "coverage_s": time.perf_counter() - t0}
 
     def revalidate(self) -> None:
-        """After timing: the last timed output, a fresh seed, and the first seed again."""
+        """After timing: the last timed output, a fresh seed, the first seed again, and new values written
+        into storage the candidate has already seen."""
         checks: list[tuple[str, int, Any, list[Any]]] = []
         if self.last_timed is not None:
             seed, out, inputs = self.last_timed
@@ -259,6 +260,15 @@ class CandidateHarness:
             inputs = problem.make_inputs(self.ref_module, seed, self.backend)
             out, _, _ = self._forward(self.model, inputs, f"re-validation {tag}")
             checks.append((tag, seed, out, inputs))
+        # Same storage, new values: a cache keyed on data_ptr/shape replays the old output here.
+        inputs = problem.make_inputs(self.ref_module, self.spec["correct_seeds"][0], self.backend)
+        self._forward(self.model, inputs, "re-validation same_storage (first call)")
+        seed = self.spec["reval_seeds"][1]
+        for old, new in zip(inputs, problem.make_inputs(self.ref_module, seed, self.backend)):
+            if isinstance(old, torch.Tensor):
+                old.copy_(new)
+        out, _, _ = self._forward(self.model, inputs, "re-validation same_storage_new_values")
+        checks.append(("same_storage_new_values", seed, out, inputs))
         for tag, seed, out, inputs in checks:
             packed_out, packed_in, aliases = self._outputs(out, inputs)
             self._send_to_trusted(("reval", tag, seed, packed_out, packed_in, aliases))

@@ -98,7 +98,7 @@ def main(spec: dict[str, Any], parent: Any, candidate: Any) -> None:
                 return
             kind, tag, seed, packed_out, packed_in, aliases = msg
             record = judge.judge(str(tag), seed, packed_out, packed_in, aliases)
-            if kind == "reval" and tag == "first_seed_again":
+            if kind == "reval":
                 ok, why = judge.distinct_outputs()
                 record["distinct_outputs"], record["distinct_message"] = ok, why
             parent.send(("judged", kind, tag, record))

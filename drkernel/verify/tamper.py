@@ -4,6 +4,7 @@ machinery is how a candidate in the same process would fake a comparison or a ti
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from typing import Any
@@ -15,6 +16,7 @@ _TORCH_FUNCS = ("allclose", "isclose", "equal", "isnan", "isinf", "isfinite", "m
 _TENSOR_METHODS = ("clone", "detach", "cpu", "to", "contiguous", "data_ptr", "untyped_storage", "numel", "view",
                    "reshape", "copy_", "double", "float", "abs", "max", "any", "all", "__eq__", "__ne__",
                    "__sub__", "__and__", "__invert__", "is_floating_point", "__torch_function__")
+_MISSING = object()
 _TIME_FUNCS = ("perf_counter", "perf_counter_ns", "time", "monotonic")
 
 
@@ -40,6 +42,14 @@ def _raw(owner: Any, name: str) -> Any:
     return getattr(owner, name, None)
 
 
+def _namespaces() -> list[Any]:
+    """Whole namespaces a reference draws on: replacing e.g. torch.relu would slow the reference
+    timed in the candidate's process, or change what it computes."""
+    spaces: list[Any] = [torch, torch.nn.functional, torch.Tensor, torch.linalg, torch.fft, torch.special, time, math]
+    spaces += [cls for cls in vars(torch.nn).values() if isinstance(cls, type) and issubclass(cls, torch.nn.Module)]
+    return spaces
+
+
 class HarnessSnapshot:
     """Identity snapshot of harness callables, taken before the candidate is imported."""
 
@@ -47,6 +57,7 @@ class HarnessSnapshot:
         self._pairs = _guarded(extra or [])
         self._values = [_raw(owner, name) for owner, name in self._pairs]
         self._modules = {name: sys.modules.get(name) for name in ("torch", "triton", "time")}
+        self._spaces = [(ns, dict(vars(ns))) for ns in _namespaces()]
 
     def changed(self) -> list[str]:
         """Names of guarded callables that are no longer the original objects."""
@@ -56,4 +67,8 @@ class HarnessSnapshot:
                 owner_name = getattr(owner, "__name__", type(owner).__name__)
                 out.append(f"{owner_name}.{name}")
         out += [f"sys.modules[{n!r}]" for n, m in self._modules.items() if sys.modules.get(n) is not m]
-        return out
+        for ns, before in self._spaces:
+            now = vars(ns)
+            # Additions are allowed (lazy submodule imports add names); replacements and deletions are not.
+            out += [f"{getattr(ns, '__name__', '?')}.{k}" for k, v in before.items() if now.get(k, _MISSING) is not v]
+        return out[:20]
