@@ -18,8 +18,6 @@ import httpx
 import pytest
 import yaml
 
-pytestmark = pytest.mark.integration
-
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "serve_apps" / "data"
 BODY = {
@@ -73,6 +71,7 @@ def _exercise_and_stop(proc: subprocess.Popen, url: str, startup_s: float = 150)
     return out
 
 
+@pytest.mark.integration
 def test_drkernel_serve_verifier_subprocess():
     port = _free_port()
     proc = subprocess.Popen(
@@ -84,6 +83,7 @@ def test_drkernel_serve_verifier_subprocess():
     assert f"listening on http://127.0.0.1:{port}" in out and "stopping the verifier" in out
 
 
+@pytest.mark.integration
 def test_serve_run_with_the_config_file(tmp_path):
     """The shipped configs/serve_verifier.yaml, with only the port moved off 8000 for the test."""
     port = _free_port()
@@ -100,6 +100,7 @@ def test_serve_run_with_the_config_file(tmp_path):
     _exercise_and_stop(proc, f"http://127.0.0.1:{port}")
 
 
+@pytest.mark.integration
 def test_bad_settings_are_usage_errors():
     r = subprocess.run(
         [*DRKERNEL, "serve", "verifier", "--set", "autoscaling.max_replicas=0", "--set", "cache_sise=3"],
@@ -108,3 +109,26 @@ def test_bad_settings_are_usage_errors():
     assert r.returncode == 2, r.stderr
     assert "autoscaling.max_replicas: Input should be greater than or equal to 1" in r.stderr
     assert "cache_sise: unknown key" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_settings_merge_config_file_flags_and_overrides():
+    """--config supplies the app args and http_options; flags and --set win over it."""
+    from pipelines.cli import build_parser
+    from pipelines.serve import _settings, _validated
+
+    config = str(REPO / "configs" / "serve_verifier.yaml")
+    args = build_parser("serve").parse_args(["serve", "verifier", "--config", config])
+    app_args, host, port = _settings(args)
+    assert (host, port) == ("127.0.0.1", 8000)
+    cfg = _validated(app_args)  # the shipped file's args are valid as they stand
+    assert cfg.device == "cpu" and cfg.autoscaling.max_replicas == 1
+
+    args = build_parser("serve").parse_args(
+        ["serve", "verifier", "--config", config, "--port", "9001", "--replicas", "3",
+         "--set", "autoscaling.target_ongoing_requests=4", "--set", "cache_size=0"]
+    )
+    app_args, host, port = _settings(args)
+    cfg = _validated(app_args)
+    assert port == 9001 and cfg.cache_size == 0
+    assert (cfg.autoscaling.min_replicas, cfg.autoscaling.max_replicas) == (3, 3)
+    assert cfg.autoscaling.target_ongoing_requests == 4 and cfg.max_queued_requests == 64
