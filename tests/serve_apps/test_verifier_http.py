@@ -229,6 +229,30 @@ def test_full_queue_answers_503_with_retry_after(server, client):
     assert client.get("/stats").json()["queue"]["depth"] == 0
 
 
+def test_handle_callers_get_backpressure_with_retry_after(server):
+    """In-cluster callers bypass the ingress; Serve bounds their queue (max_queued_requests) instead."""
+    from ray.serve.exceptions import BackPressureError
+
+    from drkernel.verify.options import VerifyOptions
+    from serve_apps.verifier import verifier_handle
+
+    handle = verifier_handle()
+    opts = VerifyOptions(num_correct_trials=1, timeout_s=3)
+    hang = code("hang_add") + "\n# handle backpressure\n"
+    handle.stats.remote().result(timeout_s=60)  # the handle's router has the deployment's limits from here on
+    # one caller may queue max_queued_requests (32) beyond what the 2 replicas x 4 have taken on
+    responses = [handle.verify.remote(code("reference_add"), hang, opts) for _ in range(64)]
+    refused, answered = [], []
+    for response in responses:
+        try:
+            answered.append(response.result(timeout_s=120))
+        except BackPressureError as e:
+            refused.append(e)
+    assert refused and len(answered) == 64 - len(refused)
+    assert all(e.retry_after_s == 1 and e.status_code == 503 for e in refused)
+    assert all(r.error.kind == "timeout" for r in answered)
+
+
 def _load(url: str, n: int, concurrency: int, payloads: list[tuple[dict, bool]], seed: int, during=None):
     """n requests, `concurrency` at a time, each checked against its own payload's expected verdict."""
 
