@@ -2,7 +2,9 @@
 harness already loaded (a fork costs about 20 ms; a fresh interpreter importing torch, seconds)."""
 
 import torch  # noqa: F401
+import torch._dynamo  # noqa: F401  (rebinds torch.manual_seed on import: before any harness snapshot)
 import torch.multiprocessing  # noqa: F401  (registers the CUDA IPC reductions on the pickler)
+import torch.profiler  # noqa: F401
 import triton  # noqa: F401
 import triton.language  # noqa: F401
 import triton.runtime.interpreter  # noqa: F401

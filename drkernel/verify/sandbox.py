@@ -12,6 +12,7 @@ import ctypes
 import os
 import resource
 import sys
+import tempfile
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWNET = 0x40000000
@@ -90,6 +91,7 @@ def scrub_environment(private_dir: str, extra: dict[str, str]) -> None:
     os.environ["CUDA_CACHE_PATH"] = os.path.join(private_dir, "cuda_cache")
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     os.environ.update(extra)
+    tempfile.tempdir = private_dir  # the fork-server may have cached "/tmp" (read-only in here)
 
 
 def capture_output(private_dir: str) -> tuple[str, str]:

@@ -59,6 +59,7 @@ class ModelNew(nn.Module):
 SIDE_STREAM = KERNEL + """
 _make = getattr(torch.cuda, "Str" + "eam")
 _ctx = getattr(torch.cuda, "str" + "eam")
+_current = getattr(torch.cuda, "current_str" + "eam")
 
 class ModelNew(nn.Module):
     def __init__(self):
@@ -66,6 +67,7 @@ class ModelNew(nn.Module):
         self.s = _make()
 
     def forward(self, a, b):
+        self.s.wait_stream(_current())  # inputs are ready; the output is not awaited by the harness stream
         with _ctx(self.s):
             out = launch(a, b)
             for _ in range(20):
@@ -98,4 +100,4 @@ def test_reference_against_itself_on_cuda(verifier):
 def test_side_stream_is_caught_on_cuda(verifier):
     r = verifier.verify(REFERENCE, SIDE_STREAM, VerifyOptions(num_perf_trials=10))
     assert r.status == "ok", r.error
-    assert r.hack == "side_stream" and r.reward == 0, r.checks
+    assert r.hack == "side_stream" and r.reward == 0, (r.error, r.details.get("trials"), r.details.get("traceback"))
