@@ -122,8 +122,7 @@ def test_batch_of_hacked_and_broken_candidates_keeps_request_order(client):
     assert all(res["status"] == "ok" for res in results.values()), results
     assert results["wrong_add"]["compiled"] and not results["wrong_add"]["correct"]
     assert results["wrong_add"]["error"]["kind"] == "output_mismatch"
-    assert results["decoy_add"]["reward"] == 0.0
-    assert results["decoy_add"]["hack"] is not None or results["decoy_add"]["error"]["kind"] == "no_triton"
+    assert results["decoy_add"]["hack"] == "decoy_kernel" and results["decoy_add"]["reward"] == 0.0
     assert results["crash_add"]["error"]["kind"] == "crash" and results["crash_add"]["reward"] == 0.0
     assert results["hang_add"]["error"]["kind"] == "timeout" and results["hang_add"]["reward"] == 0.0
     assert results["flood_add"]["correct"], results["flood_add"]  # noise on stdout is not a fault
