@@ -331,6 +331,33 @@ def test_metrics_reach_the_ray_metrics_endpoint(server):
     assert 'verdict="output_mismatch"' in text and 'verdict="correct"' in text
 
 
+def test_deadline_bounds_every_wait(server):
+    """A second app with a 4 s deadline: a single request gets 504, a batch item an infra_error in place."""
+    from ray import serve
+
+    from serve_apps.verifier_app import build_app
+
+    cfg = {**CONFIG, "autoscaling": {"min_replicas": 1, "max_replicas": 1}, "deadline_s": 4}
+    serve.run(build_app(cfg), name="verifier-deadline", route_prefix="/deadline")
+    try:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        with httpx.Client(base_url=server["url"] + "/deadline", headers=headers, timeout=60) as c:
+            honest = request_body("honest_add", variant=7)
+            assert c.post("/verify", json=honest).json()["correct"]  # now cached: instant in the batch below
+            hang = request_body("hang_add", variant=7, timeout_s=10)
+            start = time.monotonic()
+            r = c.post("/verify", json=hang)
+            assert r.status_code == 504 and "deadline of 4" in r.json()["detail"]
+            assert time.monotonic() - start < 8
+            r = c.post("/verify/batch", json={"items": [honest, hang]})
+            assert r.status_code == 200, r.text
+            on_time, late = r.json()["results"]
+            assert on_time["correct"]
+            assert late["status"] == "infra_error" and "deadline" in late["error"]["message"]
+    finally:
+        serve.delete("verifier-deadline")
+
+
 def test_replica_killed_mid_load_loses_no_request(server, client):
     import ray
 
