@@ -12,6 +12,7 @@ message, detail) for a candidate fault, ("reference", message) when the referenc
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -63,6 +64,21 @@ def classify(exc: BaseException, candidate_file: str, kernel_names: set[str]) ->
     return "runtime"
 
 
+def _child_pids() -> list[int]:
+    """Processes this candidate process started that are still alive after a forward returned.
+
+    Compilers Triton runs (ptxas) have exited by then, so any child left is work the candidate hid
+    from the harness: it escapes timing, and the group kill is the only thing that stops it."""
+    pids: list[int] = []
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/children") as f:
+                pids += [int(p) for p in f.read().split()]
+        except OSError:
+            continue
+    return pids
+
+
 class CandidateHarness:
     def __init__(self, spec: dict[str, Any], parent: Any, trusted: Any, backend: Backend) -> None:
         self.spec, self.parent, self.trusted, self.backend = spec, parent, trusted, backend
@@ -74,6 +90,7 @@ class CandidateHarness:
         self.tampered: list[str] = []
         self.stream_mismatch: list[str] = []
         self.decoy_calls: list[str] = []
+        self.side_processes: list[str] = []
         self.forward_s: list[float] = []
         self.kernel_s: list[float] = []
 
@@ -101,6 +118,8 @@ class CandidateHarness:
             changed.append("triton launch_enter_hook chain")
         if changed and not self.tampered:
             self.tampered = changed
+        if not self.side_processes:
+            self.side_processes = [f"pid {pid} alive after {label}" for pid in _child_pids()]
         if self.spec["require_triton"] and not window.candidate_launches():
             self.decoy_calls.append(label)
         harness_stream = self.backend.current_stream()
@@ -179,6 +198,7 @@ class CandidateHarness:
 
     def summary(self) -> dict[str, Any]:
         return {"correct_s": self.correct_s, "tampered": self.tampered, "decoy_calls": self.decoy_calls,
+                "side_processes": self.side_processes[:5],
                 "stream_mismatch": self.stream_mismatch[:5], "kernels": sorted(self.kernel_names)}
 
     def timing(self) -> dict[str, Any]:

@@ -108,6 +108,8 @@ class _Evaluation:
                          f"forwards with no launch of the candidate's own Triton kernels ({phase})")
         self._record("harness_integrity", "harness_tampering", stats.get("tampered", []),
                      f"harness callables replaced ({phase})")
+        self._record("side_processes", "side_process", stats.get("side_processes", []),
+                     f"processes started by the candidate outlived its forward ({phase})")
         if self.device != "cpu":
             self._record("launch_streams", "side_stream", stats.get("stream_mismatch", []),
                          f"candidate kernels launched off the harness stream ({phase})")

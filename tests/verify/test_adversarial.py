@@ -85,7 +85,7 @@ CASES: dict[str, Expect] = {
     # the same attacks through names the gate cannot see: the sandbox and the split processes hold
     "sneaky_write_file": Expect("ref_add_relu", True, False, None, "runtime"),
     "sneaky_connect": Expect("ref_add_relu", True, False, None, "runtime"),
-    "sneaky_children": Expect("ref_add_relu", True, ANY, ANY, ANY),  # spawning processes must cost the reward
+    "sneaky_children": Expect("ref_add_relu", True, ANY, "side_process", ANY),  # a live child after forward
     "sneaky_tamper_allclose": Expect("ref_add_relu", True, False, ANY, ANY),
     "sneaky_import_hook": Expect("ref_add_relu", ANY, False, ANY, ANY),
     "sneaky_read_ref_output": Expect("ref_add_relu", True, False, None, "output_mismatch"),
@@ -213,6 +213,9 @@ def check_no_file_escaped(name: str, r) -> None:
     escaped = os.path.exists(path)
     if escaped:
         os.remove(path)
+    if r.error is not None and r.error.kind == "forbidden":
+        assert not escaped, f"{name} was rejected by the gate before any process ran, yet {path} exists"
+        return
     isolation = r.details.get("isolation", {})
     namespaces = str(isolation.get("namespaces", "")) if isinstance(isolation, dict) else ""
     if namespaces.startswith("active"):
