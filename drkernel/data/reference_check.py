@@ -29,7 +29,7 @@ for item in items:
         problems += [f"{f} is not callable" for f in ("get_inputs", "get_init_inputs") if not callable(ns.get(f))]
         error = "; ".join(problems) or None
     except BaseException as e:
-        error = "".join(traceback.format_exception_only(type(e), e)).strip()
+        error = " ".join("".join(traceback.format_exception_only(type(e), e)).split())
     print(json.dumps({"key": item["key"], "error": error}), flush=True)
 """
 
@@ -48,7 +48,8 @@ def check_loadable(
         json.dumps({"key": k, "source": s, "entry_point": entry_point}) + "\n" for k, s in sources.items()
     )
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH")}
-    env.update(OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
+    # No accelerator and no network: a reference that fetches a model config fails fast, not after retries.
+    env.update(OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     try:
         proc = subprocess.run(
             [sys.executable, "-c", _CHILD],

@@ -26,6 +26,8 @@ def test_verdicts_per_source():
             "not_module.py": GOOD.replace("class Model(nn.Module)", "class Model"),
             "no_inputs.py": GOOD.replace("def get_inputs", "def other"),
             "exits.py": "import sys\nprint('noise')\nsys.exit(3)\n",
+            "offline.py": GOOD + "import os\nassert os.environ['HF_HUB_OFFLINE'] == '1'\n",
+            "multiline.py": "raise OSError('first line\\n  second line')\n",
         }
     )
     assert verdicts["good.py"] is None
@@ -33,6 +35,8 @@ def test_verdicts_per_source():
     assert verdicts["not_module.py"] == "Model is not an nn.Module subclass"
     assert verdicts["no_inputs.py"] == "get_inputs is not callable"
     assert verdicts["exits.py"] == "SystemExit: 3"
+    assert verdicts["offline.py"] is None  # the child never reaches for the network
+    assert verdicts["multiline.py"] == "OSError: first line second line"  # one line per report
 
 
 def test_a_source_that_kills_the_checker_is_named():
