@@ -114,7 +114,8 @@ class PromptStream:
             try:
                 batch.append(parse_row(raw, self.position))
             except RowError as e:
-                raise RowError(None, e.field, f"{e.message} ({self.path}, epoch {self.epoch}, position {self.position})") from None
+                where = f"{self.path}, epoch {self.epoch}, position {self.position}"
+                raise RowError(None, e.field, f"{e.message} ({where})") from None
             self.position += 1
         return batch
 

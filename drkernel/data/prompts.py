@@ -103,7 +103,9 @@ _COMPACT_TEMPLATE = """Rewrite `{entry_point}` as `{entry_point}New` using Trito
 ```"""
 
 _FEEDBACK_HEAD = "Verifier feedback on your last implementation:"
-_FEEDBACK_TAIL = "Improve your implementation using this feedback. Reply with the complete `{new_name}` in one ```python block."
+_FEEDBACK_TAIL = (
+    "Improve your implementation using this feedback. Reply with the complete `{new_name}` in one ```python block."
+)
 TRUNCATION_MARKER = "...[truncated]"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ def test_full_prompt_carries_task_example_and_contract():
     text = msg["content"]
     assert RELU.strip("\n") in text and "@triton.jit" in text and "`ModelNew`" in text
     assert text.count("```python\n") == 3  # example reference, example answer, the task
-    blocks = [b for _, b in __import__("re").findall(r"```(\w*)\n(.*?)```", text, flags=16)]
+    blocks = [b for _, b in re.findall(r"```(\w*)\n(.*?)```", text, flags=re.DOTALL)]
     for block in blocks:
         ast.parse(block)  # the example and the task are valid Python
 
@@ -47,7 +48,9 @@ def mismatch_result(message_lines=1000):
         runtime_ms=1.25,
         ref_runtime_ms=1.0,
         coverage=0.5,
-        error=ErrorInfo(kind="output_mismatch", message="Traceback\n" + "  frame\n" * message_lines + "AssertionError: boom"),
+        error=ErrorInfo(
+            kind="output_mismatch", message="Traceback\n" + "  frame\n" * message_lines + "AssertionError: boom"
+        ),
         checks=[
             CheckRecord(name="compile", passed=True),
             CheckRecord(name="correctness", passed=False, detail="seed 1: max abs diff 0.31 at index (2, 5)"),

@@ -21,7 +21,7 @@ def make_records(n):
             "prompt": [{"role": "user", "content": f"task {i}"}],
             "ability": "kernel_optimization",
             "reward_model": {"ground_truth": REFERENCE + f"# {i}\n", "style": "rule"},
-            "extra_info": {"entry_point": "Model", "uuid": f"u{i}", "level": 1, "ops": ["torch.relu"], "repo_name": "r"},
+            "extra_info": {"entry_point": "Model", "uuid": f"u{i}", "level": 1, "ops": ["torch.relu"], "type": "t"},
         }
         for i in range(n)
     ]

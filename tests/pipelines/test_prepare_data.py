@@ -34,7 +34,8 @@ def get_init_inputs():
 @needs_kernelbench
 def test_kernelbench_level1_and_level2_become_200_loadable_rows(tmp_path, capsys):
     out = tmp_path / "kb.parquet"
-    argv = ["prepare-data", "--src", str(KERNELBENCH / "level1"), "--src", str(KERNELBENCH / "level2"), "--out", str(out)]
+    levels = ["--src", str(KERNELBENCH / "level1"), "--src", str(KERNELBENCH / "level2")]
+    argv = ["prepare-data", *levels, "--out", str(out)]
     assert main(argv) == 0
     assert "wrote 200 rows" in capsys.readouterr().out
     rows, rejected = read_rows(out)
@@ -51,7 +52,10 @@ def test_shipped_parquet_is_in_sync_with_the_library(tmp_path):
     assert main(argv) == 0
     rebuilt, _ = read_rows(out)
     shipped, _ = read_rows(library_parquet_path())
-    hint = "stale: drkernel prepare-data --src drkernel/tasks/library --out drkernel/tasks/library.parquet --data-source drkernel_tasks"
+    hint = (
+        "stale; rebuild: drkernel prepare-data --src drkernel/tasks/library"
+        " --out drkernel/tasks/library.parquet --data-source drkernel_tasks"
+    )
     assert {r.task_uuid: r.reference_code for r in shipped} == {r.task_uuid: r.reference_code for r in rebuilt}, hint
     assert [r.to_record() for r in shipped] == [r.to_record() for r in rebuilt], hint
 
@@ -81,7 +85,7 @@ def test_skip_invalid_writes_the_rest_and_reports_each_skip(tmp_path, capsys):
     write(src, "2_Also.py", GOOD + "\n# another\n")
     bad = write(src, "3_NoInputs.py", GOOD.replace("def get_inputs", "def inputs"))
     out = tmp_path / "out.parquet"
-    assert main(["prepare-data", "--src", str(src), "--out", str(out), "--skip-invalid", "--level", "4"]) == 0
+    assert main(["prepare-data", "--src", str(src), "--out", str(out), "--skip-invalid", "--level=4"]) == 0
     captured = capsys.readouterr()
     assert f"{bad}: does not define def get_inputs()" in captured.err
     assert "wrote 2 rows" in captured.out and "skipped 1 invalid" in captured.out

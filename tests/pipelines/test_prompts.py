@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import ray
 
@@ -103,9 +105,6 @@ def test_invalid_rows_are_reported_with_the_field(ray_session, tmp_path):
     bad = record(0)
     bad["reward_model"] = {"ground_truth": "", "style": "rule"}
     path = tmp_path / "bad.parquet"
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     pq.write_table(pa.Table.from_pylist([bad]), path)
     with PromptStream(path, batch_size=1) as stream:
         with pytest.raises(RowError, match=r"reward_model\.ground_truth: .*bad\.parquet, epoch 0, position 0"):
