@@ -12,6 +12,8 @@ from pipelines.cli import UsageError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, help="YAML recipe, e.g. configs/demo_cpu.yaml")
+    parser.add_argument("--evaluate-only", metavar="CHECKPOINT", default=None,
+                        help="skip training: sample and verify one answer per task with this HF checkpoint")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. sft.epochs=3")
 
 
@@ -20,13 +22,13 @@ def run(args: argparse.Namespace) -> int:
         cfg = load_config(DemoConfig, args.config, args.overrides)
     except ConfigError as e:
         raise UsageError(f"drkernel sft: {e}") from None
-    from drkernel.sft.stage import SFTInputError, run_sft_stage  # torch/transformers only once the config is valid
+    from drkernel.sft.stage import SFTInputError, evaluate_checkpoint, run_sft_stage  # heavy imports after validation
     from drkernel.tasks import TaskError
 
     try:
-        summary = run_sft_stage(cfg)
+        summary = evaluate_checkpoint(cfg, args.evaluate_only) if args.evaluate_only else run_sft_stage(cfg)
     except (SFTInputError, TaskError) as e:
         raise UsageError(f"drkernel sft: {e}") from None
-    brief = {k: v for k, v in summary.items() if k not in ("config", "dropped_examples")}
+    brief = {k: v for k, v in summary.items() if k not in ("config", "dropped_examples", "eval_config")}
     print(json.dumps(brief, indent=2))
     return 0

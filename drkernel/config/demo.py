@@ -76,7 +76,7 @@ class SFTConfig(StrictModel):
     output_dir: str = Field("runs/sft", description="checkpoint, metrics and summary land here")
     device: DeviceName = Field("auto", description="auto picks cuda, then npu, then cpu")
     dtype: Literal["float32", "bfloat16"] = Field("float32", description="parameter dtype while training")
-    epochs: int = Field(12, ge=1, description="passes over the examples")
+    epochs: int = Field(25, ge=1, description="passes over the examples")
     max_steps: int | None = Field(None, ge=1, description="stop after this many optimizer steps")
     lr: float = Field(2e-3, gt=0, description="peak learning rate (AdamW)")
     min_lr_ratio: float = Field(0.1, ge=0, le=1, description="cosine decays to lr * this")

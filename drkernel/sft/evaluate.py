@@ -21,6 +21,8 @@ from drkernel.verify.engine import Verifier
 from drkernel.verify.options import VerifyOptions
 from drkernel.verify.result import VerifyResult
 
+ERROR_CHARS = 400  # enough to see the cause; full tracebacks would swamp the records file
+
 
 @dataclass
 class AnswerRecord:
@@ -35,6 +37,8 @@ class AnswerRecord:
     compiled: bool
     correct: bool
     error_kind: str | None
+    error_message: str | None
+    response: str
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -114,8 +118,10 @@ def judge_answers(
             compiled=bool(v and v.compiled),
             correct=bool(v and v.correct),
             error_kind=(v.error.kind if v.error else None) if v else "no_code",
+            error_message=v.error.message[:ERROR_CHARS] if v and v.error else None,
+            response=text,
         )
-        for task, (_, n_tokens, finished), v in zip(tasks, answers, verdicts, strict=True)
+        for task, (text, n_tokens, finished), v in zip(tasks, answers, verdicts, strict=True)
     ]
 
 

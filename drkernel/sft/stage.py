@@ -33,6 +33,38 @@ def _loss_curve(history: list[StepLog], points: int = 8) -> list[dict]:
     return [{"step": history[i].step, "epoch": round(history[i].epoch, 2), "loss": round(history[i].loss, 4)} for i in picks]
 
 
+def _evaluate(model, tokenizer, tasks, cfg: DemoConfig, out: Path, log: Callable[[str], None]) -> dict:
+    """Sample and verify one answer per task; records go to `<out>/eval_records.jsonl`."""
+    from drkernel.sft.evaluate import evaluate_policy  # imports the verifier only when evaluating
+
+    t0 = time.monotonic()
+    result = evaluate_policy(model, tokenizer, tasks, cfg.sft.eval, cfg.data.prompt_style)
+    (out / "eval_records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in result["records"]))
+    for mode, rates in result["modes"].items():
+        log(f"eval {mode}: compile {rates['compile_rate']:.0%} correct {rates['correct_rate']:.0%} of {rates['judged']}")
+    return {"eval": result["modes"], "eval_wall_s": round(time.monotonic() - t0, 1)}
+
+
+def evaluate_checkpoint(cfg: DemoConfig, checkpoint: str | Path, log: Callable[[str], None] = print) -> dict:
+    """Evaluate an existing HF checkpoint on the task library; writes `<checkpoint>/eval.json`."""
+    path = Path(checkpoint)
+    if not path.is_dir():
+        raise SFTInputError(f"checkpoint {path} is not a folder")
+    if cfg.sft.num_threads is not None:
+        torch.set_num_threads(cfg.sft.num_threads)
+    try:
+        device = resolve_device(cfg.sft.device)
+    except ValueError as e:
+        raise SFTInputError(str(e)) from None
+    tasks = load_tasks(Path(cfg.data.tasks_dir) if cfg.data.tasks_dir else None)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[cfg.sft.dtype]).to(device)
+    summary = {"checkpoint": str(path), "device": str(device), "threads": torch.get_num_threads(),
+               **_evaluate(model, tokenizer, tasks, cfg, path, log), "eval_config": cfg.sft.eval.model_dump()}
+    (path / "eval.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
 def run_sft_stage(cfg: DemoConfig, log: Callable[[str], None] = print) -> dict:
     """Run the stage described by `cfg`; returns the summary also written to `<output_dir>/summary.json`."""
     if cfg.sft.num_threads is not None:
@@ -99,15 +131,7 @@ def run_sft_stage(cfg: DemoConfig, log: Callable[[str], None] = print) -> dict:
         "train_wall_s": round(train_wall, 1),
     }
     if cfg.sft.eval.enabled:
-        from drkernel.sft.evaluate import evaluate_policy  # imports the verifier only when evaluating
-
-        t0 = time.monotonic()
-        result = evaluate_policy(model, tokenizer, tasks, cfg.sft.eval, cfg.data.prompt_style)
-        summary["eval"] = result["modes"]
-        summary["eval_wall_s"] = round(time.monotonic() - t0, 1)
-        (out / "eval_records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in result["records"]))
-        for mode, rates in result["modes"].items():
-            log(f"eval {mode}: compile {rates['compile_rate']:.0%} correct {rates['correct_rate']:.0%} of {rates['judged']}")
+        summary.update(_evaluate(model, tokenizer, tasks, cfg, out, log))
     summary["config"] = cfg.model_dump(mode="json")
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary

@@ -55,6 +55,8 @@ def test_missing_config_file_and_missing_sft_file_exit_2(tmp_path, capsys):
     cfg = _write(tmp_path, {"data": {"sft_file": str(tmp_path / "none.parquet")}, "model": {"output_dir": str(tmp_path / "b")}})
     assert main(["sft", "--config", str(cfg), f"sft.output_dir={tmp_path / 'o'}"]) == 2
     assert "SFT file not found" in capsys.readouterr().err
+    assert main(["sft", "--evaluate-only", str(tmp_path / "no-ckpt")]) == 2
+    assert "is not a folder" in capsys.readouterr().err
 
 
 @pytest.mark.integration

@@ -17,7 +17,7 @@ def test_judge_answers_with_the_real_verifier():
     good = code_response(relu.solutions["fused"])
     broken = code_response(relu.solutions["fused"].replace("def forward", "def forward(:", 1))
     answers = [(good, 100, True), ("no fenced code here", 5, True), (broken, 90, False)]
-    options = VerifyOptions(device="cpu", num_correct_trials=2, measure_performance=False, measure_coverage=False)
+    options = VerifyOptions(device="cpu", num_correct_trials=2, num_perf_trials=1, num_warmup=0, measure_coverage=False)
     with Verifier(device="cpu", max_concurrency=2) as verifier:
         records = judge_answers([relu] * 3, answers, "greedy", verifier, options, concurrency=2)
     assert [r.has_code for r in records] == [True, False, True]
