@@ -73,7 +73,8 @@ def generate_responses(
         for row, i in enumerate(idx):  # left padding: every prompt ends where generation starts
             ids[row, width - len(encoded[i]) :] = torch.tensor(encoded[i])
             mask[row, width - len(encoded[i]) :] = 1
-        kwargs = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0} if sample else {"do_sample": False}
+        sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
+        kwargs = sampling if sample else {"do_sample": False}
         out = model.generate(
             input_ids=ids.to(device),
             attention_mask=mask.to(device),

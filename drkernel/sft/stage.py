@@ -30,7 +30,9 @@ def _loss_curve(history: list[StepLog], points: int = 8) -> list[dict]:
     if not history:
         return []
     picks = sorted({round(i * (len(history) - 1) / (points - 1)) for i in range(points)})
-    return [{"step": history[i].step, "epoch": round(history[i].epoch, 2), "loss": round(history[i].loss, 4)} for i in picks]
+    return [
+        {"step": history[i].step, "epoch": round(history[i].epoch, 2), "loss": round(history[i].loss, 4)} for i in picks
+    ]
 
 
 def _evaluate(model, tokenizer, tasks, cfg: DemoConfig, out: Path, log: Callable[[str], None]) -> dict:
@@ -41,7 +43,8 @@ def _evaluate(model, tokenizer, tasks, cfg: DemoConfig, out: Path, log: Callable
     result = evaluate_policy(model, tokenizer, tasks, cfg.sft.eval, cfg.data.prompt_style)
     (out / "eval_records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in result["records"]))
     for mode, rates in result["modes"].items():
-        log(f"eval {mode}: compile {rates['compile_rate']:.0%} correct {rates['correct_rate']:.0%} of {rates['judged']}")
+        log(f"eval {mode}: compile {rates['compile_rate']:.0%} correct {rates['correct_rate']:.0%}"
+            f" of {rates['judged']}")
     return {"eval": result["modes"], "eval_wall_s": round(time.monotonic() - t0, 1)}
 
 
@@ -107,7 +110,8 @@ def run_sft_stage(cfg: DemoConfig, log: Callable[[str], None] = print) -> dict:
             metrics.write(json.dumps(entry.as_dict()) + "\n")
             metrics.flush()
             if entry.step == 1 or entry.step % cfg.sft.log_every == 0:
-                log(f"step {entry.step} epoch {entry.epoch:.2f} loss {entry.loss:.4f} lr {entry.lr:.2e} ({entry.elapsed_s:.0f}s)")
+                log(f"step {entry.step} epoch {entry.epoch:.2f} loss {entry.loss:.4f} lr {entry.lr:.2e}"
+                    f" ({entry.elapsed_s:.0f}s)")
 
         t0 = time.monotonic()
         history = train_sft(model, examples, cfg.sft, pad_id, log=on_step)

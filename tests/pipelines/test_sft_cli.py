@@ -52,7 +52,8 @@ def test_bad_config_exits_2_with_one_line(tmp_path, capsys, data, overrides, nee
 def test_missing_config_file_and_missing_sft_file_exit_2(tmp_path, capsys):
     assert main(["sft", "--config", str(tmp_path / "nope.yaml")]) == 2
     assert "not found" in capsys.readouterr().err
-    cfg = _write(tmp_path, {"data": {"sft_file": str(tmp_path / "none.parquet")}, "model": {"output_dir": str(tmp_path / "b")}})
+    missing = {"data": {"sft_file": str(tmp_path / "none.parquet")}, "model": {"output_dir": str(tmp_path / "b")}}
+    cfg = _write(tmp_path, missing)
     assert main(["sft", "--config", str(cfg), f"sft.output_dir={tmp_path / 'o'}"]) == 2
     assert "SFT file not found" in capsys.readouterr().err
     assert main(["sft", "--evaluate-only", str(tmp_path / "no-ckpt")]) == 2

@@ -47,7 +47,9 @@ def test_short_sft_run_on_shipped_tasks_lowers_the_loss():
     assert len(tasks) == 2
     pairs = task_pairs(tasks)
     tok = build_tokenizer(corpus_texts(pairs), vocab_size=1024)
-    small = TinyModelConfig(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, head_dim=32, intermediate_size=128)
+    small = TinyModelConfig(
+        hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, head_dim=32, intermediate_size=128
+    )
     model = build_tiny_model(small, tok)
     examples, dropped = encode_pairs(tok, pairs, max_length=2048)
     assert not dropped and len(examples) == len(pairs)
