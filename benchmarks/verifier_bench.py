@@ -85,11 +85,17 @@ def shrink(source: str, sizes: dict[str, int]) -> str:
     return source
 
 
-def build_entries(kernelbench: Path, quick: bool, device: str, workdir: Path) -> tuple[list[Entry], list[str]]:
+def build_entries(kernelbench: Path, quick: bool, device: str, workdir: Path,
+                  only: set[str] | None = None) -> tuple[list[Entry], list[str]]:
     level1 = kernelbench / "level1"
     if not level1.is_dir():
         raise SystemExit(f"{level1} is not a directory (pass --kernelbench /path/to/KernelBench)")
     names = [p for p in PROBLEMS if p in TINY] if quick else PROBLEMS
+    if only:
+        unknown = only - set(PROBLEMS)
+        if unknown:
+            raise SystemExit(f"--problems: unknown {sorted(unknown)}; choose from {PROBLEMS}")
+        names = [p for p in names if p in only]
     refs: dict[str, str] = {}
     for name in names:
         source = (level1 / f"{name}.py").read_text()
@@ -236,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--baseline-trials", type=int, default=None, help="baseline timed calls (default 100, quick 5)")
     p.add_argument("--no-baseline", action="store_true")
     p.add_argument("--budget-s", type=float, default=330.0, help="skip the remaining phases past this wall time")
+    p.add_argument("--problems", default="", help="comma list of PROBLEMS to run (default: all)")
     p.add_argument("--out", type=Path, required=True, help="JSON summary path")
     a = p.parse_args(argv)
     device = a.device
@@ -254,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     base_trials = a.baseline_trials or (5 if a.quick else 100)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="verifier_bench_") as tmp:
-        entries, skipped = build_entries(a.kernelbench, a.quick, device, Path(tmp))
+        only = {x.strip() for x in a.problems.split(",") if x.strip()} or None
+        entries, skipped = build_entries(a.kernelbench, a.quick, device, Path(tmp), only)
         runs = [ours(entries, device, levels[0], a.quick, perf_trials)]
         base = None
         if not a.no_baseline:

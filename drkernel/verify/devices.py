@@ -50,8 +50,15 @@ def probe_availability() -> dict[str, bool]:
 
 
 def env_for(device: str) -> dict[str, str]:
-    """Environment a child needs for `device` before any candidate kernel is defined."""
-    return {"TRITON_INTERPRET": "1"} if device == "cpu" else {}
+    """Environment a child needs for `device` before any candidate kernel is defined.
+
+    On accelerators, expandable segments let the two children of an evaluation share a device
+    with multi-gigabyte inputs without the caching allocator fragmenting it."""
+    if device == "cpu":
+        return {"TRITON_INTERPRET": "1"}
+    if device == "cuda":
+        return {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    return {}
 
 
 class Backend:
@@ -82,6 +89,9 @@ class Backend:
 
     def flush_cache(self) -> None:
         """Evict the device's last-level cache between timed calls (no-op on CPU)."""
+
+    def release_memory(self) -> None:
+        """Hand cached free blocks back to the device so the other child of the evaluation can use them."""
 
     def time_call(self, fn: Callable[[], Any]) -> dict[str, float]:
         """Time one call: `ms` is the figure used; `stream_ms` excludes other streams (GPU only)."""
@@ -117,6 +127,9 @@ class CudaBackend(Backend):
 
     def current_stream(self) -> int | None:
         return int(self.torch.cuda.current_stream().cuda_stream)
+
+    def release_memory(self) -> None:
+        self.torch.cuda.empty_cache()
 
     def flush_cache(self) -> None:
         if self._flush_buf is None:
@@ -180,6 +193,9 @@ class NpuBackend(Backend):
 
     def current_stream(self) -> int | None:
         return int(self.torch.npu.current_stream().npu_stream)
+
+    def release_memory(self) -> None:
+        self.torch.npu.empty_cache()
 
     def flush_cache(self) -> None:
         if self._flush_buf is None:

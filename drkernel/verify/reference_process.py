@@ -19,12 +19,19 @@ from drkernel.verify.devices import Backend, env_for, make_backend
 from drkernel.verify.sandbox import capture_output, isolate
 
 
+FINGERPRINT_ELEMENTS = 1 << 20
+
+
 def _fingerprint(values: list[Any]) -> tuple[Any, ...]:
-    """Cheap summary of outputs, to see whether distinct inputs gave distinct outputs."""
+    """Cheap summary of outputs, to see whether distinct inputs gave distinct outputs.
+
+    A strided sample of at most FINGERPRINT_ELEMENTS values: a float64 copy of a multi-gigabyte
+    output would cost as much memory as the evaluation itself."""
     parts: list[Any] = []
     for v in values:
         if isinstance(v, torch.Tensor):
-            d = v.detach().double()
+            flat = v.detach().reshape(-1)
+            d = flat[:: max(1, flat.numel() // FINGERPRINT_ELEMENTS)].double()
             parts.append((tuple(v.shape), float(torch.nan_to_num(d).sum()), float(torch.nan_to_num(d * d).sum())))
         else:
             parts.append(v)
@@ -44,6 +51,7 @@ class ReferenceJudge:
     def expected(self, seed: int) -> tuple[list[Any], list[Any], bool, bool]:
         """(reference outputs, pristine inputs, reference aliases its inputs, reference mutates them)."""
         if seed not in self._cache:
+            self._cache = {}  # free the previous seed's tensors before making the next ones
             pristine = problem.make_inputs(self.module, seed, self.backend)
             work = [x.clone() if isinstance(x, torch.Tensor) else x for x in pristine]
             with torch.no_grad():
@@ -103,6 +111,7 @@ def main(spec: dict[str, Any], parent: Any, candidate: Any) -> None:
                 record["distinct_outputs"], record["distinct_message"] = ok, why
             parent.send(("judged", kind, tag, record))
             del packed_out, packed_in
+            backend.release_memory()
             candidate.send(("ack", tag))
             if kind == "trial" and record["passed"] and tag + 1 < len(seeds):
                 judge.expected(seeds[tag + 1])  # next reference output while the candidate works

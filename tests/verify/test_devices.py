@@ -30,7 +30,7 @@ def test_explicit_device_must_be_available():
 
 def test_cpu_runs_triton_through_the_interpreter():
     assert env_for("cpu") == {"TRITON_INTERPRET": "1"}
-    assert env_for("cuda") == {}
+    assert env_for("cuda") == {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
 
 
 def test_cpu_backend_times_with_the_wall_clock():

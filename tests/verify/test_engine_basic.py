@@ -63,6 +63,15 @@ def test_honest_kernel_passes_with_positive_reward(verifier):
     assert r.details["isolation"]["environment"] == "scrubbed"
 
 
+def test_correctness_only_evaluation(verifier):
+    """measure_performance off: a verdict without timing, re-validation still runs on fresh inputs."""
+    opts = FAST.model_copy(update={"measure_performance": False, "measure_coverage": False})
+    r = verifier.verify(REFERENCE, HONEST, opts)
+    assert r.status == "ok" and r.correct and r.hack is None and r.error is None
+    assert r.speedup is None and r.runtime_ms is None and r.reward == pytest.approx(0.5)
+    assert "timing" not in {c.name for c in r.checks}
+
+
 def test_reference_against_itself_without_triton(verifier):
     opts = FAST.model_copy(update={"require_triton": False})
     r = verifier.verify(REFERENCE, REFERENCE, opts)
