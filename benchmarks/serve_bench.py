@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import socket
 import statistics
 import sys
@@ -76,7 +77,9 @@ def _start_serve(device: str, concurrency: int) -> str:
     from serve_apps.verifier_app import build_app
 
     port = _free_port()
-    ray.init(address="local", include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
+    # Keep the caller's PYTHONPATH: on a machine where Ray itself comes from a carried site, workers need it.
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    ray.init(address="local", include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     serve.run(build_app({
         "device": device, "max_concurrency": concurrency, "cpus_per_replica": 0,
