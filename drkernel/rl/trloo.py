@@ -78,6 +78,16 @@ def _group_sums(values: torch.Tensor, mask: torch.Tensor, index: torch.Tensor, n
     return sums[index], counts[index]
 
 
+def _grouped_returns(turn_rewards: torch.Tensor, turn_mask: torch.Tensor, group_ids: Sequence[Hashable],
+                     gamma: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Reward-to-go G [N, T] and, per row, the sum and count of G over its (group, turn)."""
+    _check_inputs(turn_rewards, turn_mask, group_ids)
+    returns = reward_to_go(turn_rewards, turn_mask, gamma)
+    index, n_groups = _dense_group_index(group_ids, returns.device)
+    sums, counts = _group_sums(returns, turn_mask, index, n_groups)
+    return returns, sums, counts
+
+
 def trloo_advantages(
     turn_rewards: torch.Tensor,
     turn_mask: torch.Tensor,
@@ -85,10 +95,7 @@ def trloo_advantages(
     gamma: float = 1.0,
 ) -> torch.Tensor:
     """TRLOO advantages [N, T] (formula in the module docstring)."""
-    _check_inputs(turn_rewards, turn_mask, group_ids)
-    returns = reward_to_go(turn_rewards, turn_mask, gamma)
-    index, n_groups = _dense_group_index(group_ids, returns.device)
-    sums, counts = _group_sums(returns, turn_mask, index, n_groups)
+    returns, sums, counts = _grouped_returns(turn_rewards, turn_mask, group_ids, gamma)
     others = (sums - returns) / (counts - 1).clamp(min=1)
     adv = torch.where(counts > 1, returns - others, returns)
     return torch.where(turn_mask, adv, torch.zeros_like(adv))
@@ -101,10 +108,7 @@ def grpo_mean_advantages(
     gamma: float = 1.0,
 ) -> torch.Tensor:
     """Multi-turn GRPO without std: A = G - mean over the (group, turn) including i (biased by (n-1)/n)."""
-    _check_inputs(turn_rewards, turn_mask, group_ids)
-    returns = reward_to_go(turn_rewards, turn_mask, gamma)
-    index, n_groups = _dense_group_index(group_ids, returns.device)
-    sums, counts = _group_sums(returns, turn_mask, index, n_groups)
+    returns, sums, counts = _grouped_returns(turn_rewards, turn_mask, group_ids, gamma)
     adv = returns - sums / counts.clamp(min=1)
     return torch.where(turn_mask, adv, torch.zeros_like(adv))
 

@@ -20,7 +20,7 @@ from drkernel.config.demo import DemoConfig
 from drkernel.model.tiny import save_tiny_base
 from drkernel.sft.data import SFTInputError, corpus_texts, encode_pairs, parquet_pairs, task_pairs
 from drkernel.sft.trainer import StepLog, resolve_device, train_sft
-from drkernel.tasks import load_tasks
+from drkernel.tasks import Task, load_tasks
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -48,18 +48,23 @@ def _evaluate(model, tokenizer, tasks, cfg: DemoConfig, out: Path, log: Callable
     return {"eval": result["modes"], "eval_wall_s": round(time.monotonic() - t0, 1)}
 
 
-def evaluate_checkpoint(cfg: DemoConfig, checkpoint: str | Path, log: Callable[[str], None] = print) -> dict:
-    """Evaluate an existing HF checkpoint on the task library; writes `<checkpoint>/eval.json`."""
-    path = Path(checkpoint)
-    if not path.is_dir():
-        raise SFTInputError(f"checkpoint {path} is not a folder")
+def _device_and_tasks(cfg: DemoConfig) -> tuple[torch.device, list[Task]]:
+    """Thread count, the resolved device and the task library, shared by training and evaluation."""
     if cfg.sft.num_threads is not None:
         torch.set_num_threads(cfg.sft.num_threads)
     try:
         device = resolve_device(cfg.sft.device)
     except ValueError as e:
         raise SFTInputError(str(e)) from None
-    tasks = load_tasks(Path(cfg.data.tasks_dir) if cfg.data.tasks_dir else None)
+    return device, load_tasks(Path(cfg.data.tasks_dir) if cfg.data.tasks_dir else None)
+
+
+def evaluate_checkpoint(cfg: DemoConfig, checkpoint: str | Path, log: Callable[[str], None] = print) -> dict:
+    """Evaluate an existing HF checkpoint on the task library; writes `<checkpoint>/eval.json`."""
+    path = Path(checkpoint)
+    if not path.is_dir():
+        raise SFTInputError(f"checkpoint {path} is not a folder")
+    device, tasks = _device_and_tasks(cfg)
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[cfg.sft.dtype]).to(device)
     summary = {"checkpoint": str(path), "device": str(device), "threads": torch.get_num_threads(),
@@ -70,14 +75,8 @@ def evaluate_checkpoint(cfg: DemoConfig, checkpoint: str | Path, log: Callable[[
 
 def run_sft_stage(cfg: DemoConfig, log: Callable[[str], None] = print) -> dict:
     """Run the stage described by `cfg`; returns the summary also written to `<output_dir>/summary.json`."""
-    if cfg.sft.num_threads is not None:
-        torch.set_num_threads(cfg.sft.num_threads)
-    try:
-        device = resolve_device(cfg.sft.device)
-    except ValueError as e:
-        raise SFTInputError(str(e)) from None
+    device, tasks = _device_and_tasks(cfg)
     out = Path(cfg.sft.output_dir)
-    tasks = load_tasks(Path(cfg.data.tasks_dir) if cfg.data.tasks_dir else None)
     pairs = parquet_pairs(cfg.data.sft_file) if cfg.data.sft_file else task_pairs(tasks, cfg.data.prompt_style)
     if not pairs:
         raise SFTInputError("no SFT pairs: the task library or SFT file is empty")
