@@ -24,7 +24,7 @@ import torch
 from drkernel.verify import problem, tensors
 from drkernel.verify.devices import Backend, env_for, make_backend
 from drkernel.verify.launches import LaunchRecorder, Window
-from drkernel.verify.sandbox import capture_output, isolate
+from drkernel.verify.sandbox import capture_output, descendants, isolate
 from drkernel.verify.tamper import HarnessSnapshot
 
 _TRITON_COMPILE_ERRORS = {"CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct",
@@ -62,21 +62,6 @@ def classify(exc: BaseException, candidate_file: str, kernel_names: set[str]) ->
                 return "triton_compile"
             tb = tb.tb_next
     return "runtime"
-
-
-def _child_pids() -> list[int]:
-    """Processes this candidate process started that are still alive after a forward returned.
-
-    Compilers Triton runs (ptxas) have exited by then, so any child left is work the candidate hid
-    from the harness: it escapes timing, and the group kill is the only thing that stops it."""
-    pids: list[int] = []
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/children") as f:
-                pids += [int(p) for p in f.read().split()]
-        except OSError:
-            continue
-    return pids
 
 
 class CandidateHarness:
@@ -120,7 +105,9 @@ class CandidateHarness:
         if changed and not self.tampered:
             self.tampered = changed
         if not self.side_processes:
-            self.side_processes = [f"pid {pid} alive after {label}" for pid in _child_pids()]
+            # Compilers Triton runs (ptxas) have exited by now: a live descendant is work hidden from the
+            # harness (this process is a subreaper, so double-forked orphans are counted too).
+            self.side_processes = [f"pid {pid} alive after {label}" for pid in descendants(os.getpid())]
         if self.spec["require_triton"] and not window.candidate_launches():
             self.decoy_calls.append(label)
         harness_stream = self.backend.current_stream()
@@ -331,6 +318,7 @@ def main(spec: dict[str, Any], parent: Any, trusted: Any) -> None:
             stats["tampered"] = harness.tampered
             stats["decoy_calls"] = harness.decoy_calls
             stats["stream_mismatch"] = harness.stream_mismatch[:5]
+            stats["side_processes"] = harness.side_processes[:5]
             parent.send(("perf", stats))
     except CandidateFault as f:
         parent.send(("verdict", f.kind, f.message, f.detail))
@@ -346,3 +334,9 @@ def main(spec: dict[str, Any], parent: Any, trusted: Any) -> None:
                 stream.flush()
             except (OSError, ValueError):
                 pass
+    # Stay alive until the caller kills this process tree: exiting first would orphan whatever the
+    # candidate started, and an orphan outside the tree can no longer be found.
+    try:
+        parent.recv()
+    except (EOFError, OSError):
+        pass

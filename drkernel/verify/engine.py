@@ -31,7 +31,7 @@ from drkernel.verify.forkserver import ChildProcess
 from drkernel.verify.gate import check_source
 from drkernel.verify.options import VerifyOptions
 from drkernel.verify.result import CheckRecord, ErrorInfo, VerifyResult
-from drkernel.verify.sandbox import read_tail
+from drkernel.verify.sandbox import descendants, read_tail
 
 CPU_PERF_TRIALS = 5  # CPU default when the caller left num_perf_trials unset: interpreter times are logic-level
 CPU_WARMUP = 1
@@ -48,9 +48,15 @@ class _Infra(Exception):
 
 
 def _kill_group(proc: Any) -> None:
-    """Kill the child's whole process group (it called setsid), then the child itself."""
+    """Kill every descendant of the child (it is their subreaper, so setsid or a double fork does not
+    hide one), then its whole process group (it called setsid), then the child itself."""
     pid = proc.pid
     if pid is not None:
+        for child in descendants(pid):
+            try:
+                os.kill(child, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

@@ -110,6 +110,27 @@ def capture_output(private_dir: str) -> tuple[str, str]:
     return paths
 
 
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of `pid` (children lists in /proc, followed recursively)."""
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{current}/task/{tid}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
 def read_tail(path: str, limit: int) -> str:
     """The last `limit` bytes of a captured stream (decoded leniently)."""
     try:
@@ -141,6 +162,10 @@ def isolate(private_dir: str, *, on_accelerator: bool, memory_limit_mb: int | No
             layers["parent_death_signal"] = "active"
         except (OSError, AttributeError):
             layers["parent_death_signal"] = "unavailable"
+        # PR_SET_CHILD_SUBREAPER: orphans of a double fork re-parent to this child, not to init, so the
+        # caller finds every descendant (even one that called setsid) in one walk of /proc and kills it.
+        ok = _libc().prctl(36, 1, 0, 0, 0) == 0
+        layers["subreaper"] = "active" if ok else f"unavailable ({os.strerror(ctypes.get_errno())})"
     else:
         layers["namespaces"] = "unavailable (not Linux)"
     applied = _rlimits(None if on_accelerator else memory_limit_mb, file_limit_bytes)

@@ -86,6 +86,7 @@ CASES: dict[str, Expect] = {
     "sneaky_write_file": Expect("ref_add_relu", True, False, None, "runtime"),
     "sneaky_connect": Expect("ref_add_relu", True, False, None, "runtime"),
     "sneaky_children": Expect("ref_add_relu", True, ANY, "side_process", ANY),  # a live child after forward
+    "sneaky_orphan": Expect("ref_add_relu", True, ANY, "side_process", ANY),  # setsid + double fork
     "sneaky_tamper_allclose": Expect("ref_add_relu", True, False, ANY, ANY),
     "sneaky_import_hook": Expect("ref_add_relu", ANY, False, ANY, ANY),
     "sneaky_read_ref_output": Expect("ref_add_relu", True, False, None, "output_mismatch"),
