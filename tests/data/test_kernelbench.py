@@ -10,8 +10,6 @@ import pytest
 from drkernel.data.kernelbench import ReferenceFileError, build_row, check_static, discover, torch_ops
 from drkernel.data.schema import source_uuid
 
-KERNELBENCH = Path("/work/shared/kernelbench/KernelBench")
-needs_kernelbench = pytest.mark.skipif(not KERNELBENCH.is_dir(), reason="KernelBench checkout not present")
 
 GOOD = """import torch
 import torch.nn as nn
@@ -117,11 +115,10 @@ def test_row_contents_and_uuid_stability(tmp_path):
     assert row.extra_info.model_extra["problem_id"] == 5 and row.extra_info.module_name == "5_Gelu"
 
 
-@needs_kernelbench
-def test_every_level1_and_level2_reference_passes_the_static_check():
+def test_every_level1_and_level2_reference_passes_the_static_check(kernelbench):
     refs = []
     for level in (1, 2):
-        found, errors = discover(KERNELBENCH / f"level{level}")
+        found, errors = discover(kernelbench / f"level{level}")
         assert errors == []
         refs += found
     rows = [build_row(r, "kernelbench") for r in refs]

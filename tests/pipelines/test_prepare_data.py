@@ -10,8 +10,6 @@ from drkernel.data.reader import read_rows
 from drkernel.tasks import library_parquet_path, library_path
 from pipelines.cli import main
 
-KERNELBENCH = Path("/work/shared/kernelbench/KernelBench")
-needs_kernelbench = pytest.mark.skipif(not KERNELBENCH.is_dir(), reason="KernelBench checkout not present")
 
 GOOD = """import torch
 import torch.nn as nn
@@ -31,10 +29,9 @@ def get_init_inputs():
 """
 
 
-@needs_kernelbench
-def test_kernelbench_level1_and_level2_become_200_loadable_rows(tmp_path, capsys):
+def test_kernelbench_level1_and_level2_become_200_loadable_rows(tmp_path, capsys, kernelbench):
     out = tmp_path / "kb.parquet"
-    levels = ["--src", str(KERNELBENCH / "level1"), "--src", str(KERNELBENCH / "level2")]
+    levels = ["--src", str(kernelbench / "level1"), "--src", str(kernelbench / "level2")]
     argv = ["prepare-data", *levels, "--out", str(out)]
     assert main(argv) == 0
     assert "wrote 200 rows" in capsys.readouterr().out
