@@ -1,5 +1,7 @@
 """AlgorithmConfig: recipe defaults, strictness, overrides."""
 
+from pathlib import Path
+
 import pytest
 
 from drkernel.config.base import ConfigError, load_config
@@ -40,3 +42,9 @@ def test_overrides_and_rejections(tmp_path):
             load_config(AlgorithmConfig, overrides=bad)
     with pytest.raises(ValueError, match="exceeds"):
         MRSConfig(lower=1.01, upper=1.001)
+
+
+def test_shipped_recipe_yaml_is_the_default_config():
+    """configs/algorithm_recipe.yaml spells out the defaults: editing one without the other fails here."""
+    path = Path(__file__).resolve().parents[2] / "configs" / "algorithm_recipe.yaml"
+    assert load_config(AlgorithmConfig, path) == AlgorithmConfig()
