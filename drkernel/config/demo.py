@@ -11,8 +11,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from drkernel.config.base import StrictModel
+from drkernel.verify.options import DeviceName
 
-DeviceName = Literal["auto", "cpu", "cuda", "npu"]
 
 
 class TinyModelConfig(StrictModel):
