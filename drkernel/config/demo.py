@@ -14,7 +14,6 @@ from drkernel.config.base import StrictModel
 from drkernel.verify.options import DeviceName
 
 
-
 class TinyModelConfig(StrictModel):
     """Shape of the tiny Qwen3-architecture policy built from scratch."""
 
