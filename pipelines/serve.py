@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from drkernel.config.base import ConfigError, apply_overrides
+from drkernel.verify.devices import resolve_device
 from pipelines.cli import UsageError
 
 APP_IMPORT_PATH = "serve_apps.verifier_app:build_app"
@@ -77,7 +78,8 @@ def _resolve_device(app_args: dict[str, Any]) -> None:
     if app_args.get("device", "auto") != "auto":
         return
     resources = ray.cluster_resources()
-    app_args["device"] = "cuda" if resources.get("GPU", 0) >= 1 else "npu" if resources.get("NPU", 0) >= 1 else "cpu"
+    offered = {"cuda": resources.get("GPU", 0) >= 1, "npu": resources.get("NPU", 0) >= 1}
+    app_args["device"] = resolve_device("auto", offered)
 
 
 def _start_ray(address: str | None, num_cpus: float | None) -> bool:

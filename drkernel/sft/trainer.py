@@ -16,6 +16,7 @@ import torch
 from transformers import PreTrainedModel
 
 from drkernel.config.demo import SFTConfig
+from drkernel.verify import devices
 from drkernel.sft.data import SFTExample, collate
 from drkernel.sft.loss import response_loss_sum
 
@@ -37,20 +38,10 @@ class StepLog:
 
 
 def resolve_device(name: str) -> torch.device:
-    """`auto` picks cuda, then npu (torch_npu), then cpu; an explicit name must be available."""
-    if name in ("auto", "cuda") and torch.cuda.is_available():
-        return torch.device("cuda")
-    if name in ("auto", "npu"):
-        try:
-            import torch_npu  # noqa: F401  (registers the npu device)
+    """`auto` picks cuda, then npu (torch_npu), then cpu; an explicit name must be available.
 
-            if torch.npu.is_available():
-                return torch.device("npu")
-        except ImportError:
-            pass
-    if name in ("auto", "cpu"):
-        return torch.device("cpu")
-    raise ValueError(f"device {name!r} was requested but is not available here")
+    The choice is the verifier's (`drkernel.verify.devices`), so every stage picks devices alike."""
+    return torch.device(devices.resolve_device(name, devices.probe_availability()))
 
 
 def lr_factor(step: int, total_steps: int, warmup_steps: int, min_lr_ratio: float) -> float:

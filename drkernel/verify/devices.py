@@ -17,8 +17,8 @@ from typing import Any
 DEVICES = ("cpu", "cuda", "npu")
 
 
-class DeviceUnavailable(RuntimeError):
-    """The requested device is not present on this host."""
+class DeviceUnavailable(ValueError):
+    """The requested device is not present on this host (a bad value for `device`)."""
 
 
 def resolve_device(requested: str, available: Mapping[str, bool]) -> str:
