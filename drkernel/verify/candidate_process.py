@@ -184,10 +184,13 @@ class CandidateHarness:
             del out, packed_out, packed_in
         self.correct_s = time.perf_counter() - t0
 
+    def evidence(self) -> dict[str, Any]:
+        """What the hack checks have seen so far; the caller judges it after each phase."""
+        return {"tampered": self.tampered, "decoy_calls": self.decoy_calls,
+                "side_processes": self.side_processes[:5], "stream_mismatch": self.stream_mismatch[:5]}
+
     def summary(self) -> dict[str, Any]:
-        return {"correct_s": self.correct_s, "tampered": self.tampered, "decoy_calls": self.decoy_calls,
-                "side_processes": self.side_processes[:5],
-                "stream_mismatch": self.stream_mismatch[:5], "kernels": sorted(self.kernel_names)}
+        return {"correct_s": self.correct_s, "kernels": sorted(self.kernel_names), **self.evidence()}
 
     def timing(self) -> dict[str, Any]:
         """Interleaved timing with fresh inputs, cache flush and device-wide sync; then coverage."""
@@ -315,10 +318,7 @@ def main(spec: dict[str, Any], parent: Any, trusted: Any) -> None:
             t_reval = time.perf_counter()
             harness.revalidate()
             stats["revalidation_s"] = time.perf_counter() - t_reval
-            stats["tampered"] = harness.tampered
-            stats["decoy_calls"] = harness.decoy_calls
-            stats["stream_mismatch"] = harness.stream_mismatch[:5]
-            stats["side_processes"] = harness.side_processes[:5]
+            stats.update(harness.evidence())
             parent.send(("perf", stats))
     except CandidateFault as f:
         parent.send(("verdict", f.kind, f.message, f.detail))
