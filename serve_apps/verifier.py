@@ -24,6 +24,7 @@ from typing import Any
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
+from drkernel.rl.rewards import RewardConfig, score
 from drkernel.verify.engine import Verifier
 from drkernel.verify.options import VerifyOptions
 from drkernel.verify.result import ErrorInfo, VerifyResult
@@ -63,11 +64,16 @@ class VerifierReplica:
         self._in_flight = 0
 
     async def verify(
-        self, reference: str, candidate: str, options: VerifyOptions | dict[str, Any] | None = None
+        self,
+        reference: str,
+        candidate: str,
+        options: VerifyOptions | dict[str, Any] | None = None,
+        reward: RewardConfig | dict[str, Any] | None = None,
     ) -> VerifyResult:
-        """The verdict, as `drkernel verify` gives it."""
+        """The verdict, as `drkernel verify` gives it, priced by the caller's `reward` config (default: recipe)."""
         result, _ = await self.verify_traced(reference, candidate, options)
-        return result
+        cfg = reward if isinstance(reward, RewardConfig) else RewardConfig.model_validate(reward or {})
+        return score(result, cfg)
 
     async def verify_traced(
         self, reference: str, candidate: str, options: VerifyOptions | dict[str, Any] | None = None

@@ -25,6 +25,7 @@ from ray.exceptions import RayActorError
 from ray.serve.exceptions import BackPressureError
 from ray.serve.handle import DeploymentHandle
 
+from drkernel.rl.rewards import score
 from drkernel.verify.result import ErrorInfo, VerifyResult
 from serve_apps.verifier_config import VerifierServeConfig
 from serve_apps.verifier_metrics import VerifierMetrics
@@ -222,6 +223,7 @@ class VerifierIngress:
                 if not in_batch:
                     raise _Refused(503, str(e), retry_after) from None
                 await asyncio.sleep(min(max(retry_after, 0.1), max(deadline - time.monotonic(), 0)))
+        result = score(result, request.reward)
         latency = time.monotonic() - start
         self._stats.record(result, hit, latency)
         self._metrics.latency.observe(latency)  # verdicts and cache hits are counted by the replicas

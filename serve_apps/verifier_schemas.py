@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from drkernel.config.base import StrictModel
+from drkernel.rl.rewards import RewardConfig
 from drkernel.verify.options import VerifyOptions
 from drkernel.verify.result import VerifyResult
 
@@ -16,6 +17,7 @@ class VerifyRequest(StrictModel):
     kernel_code: str = Field(..., min_length=1, description="candidate source defining <entry_point>New")
     entry_point: str = Field("Model", min_length=1, description="reference class name")
     options: VerifyOptions = Field(default_factory=VerifyOptions, description="evaluation options")
+    reward: RewardConfig = Field(default_factory=RewardConfig, description="how the verdict is priced (not cached)")
 
     @model_validator(mode="after")
     def _one_entry_point(self) -> VerifyRequest:

@@ -8,16 +8,22 @@ Recipe default (`speedup`, DR.Kernel's `calculate_reward_speedup`):
 
 with w_c = w_p = w_cov = 0.5, cap = 3, lower_bound = 0, so a correct kernel earns R in [0.5, 2.5].
 Infra errors are not rewards: the caller masks those samples instead of calling this.
+
+The reward is the caller's choice (trainer config, HTTP request), not part of the verdict's identity:
+the verifier returns a verdict, `score` prices it, so cached verdicts survive a change of weights.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
 from drkernel.config.base import StrictModel
+
+if TYPE_CHECKING:
+    from drkernel.verify.result import VerifyResult
 
 
 class RewardConfig(StrictModel):
@@ -80,3 +86,11 @@ def kernel_reward(
     if cfg.kind == "weighted":
         return _weighted_reward(s, c, cfg)
     return _speedup_reward(s, c, cfg)
+
+
+def score(result: VerifyResult, cfg: RewardConfig | None = None) -> VerifyResult:
+    """The verdict with `reward` computed under `cfg` (an infra_error keeps reward 0: it is masked, not scored)."""
+    if result.status != "ok":
+        return result.model_copy(update={"reward": 0.0})
+    reward = kernel_reward(result.correct, result.hack, result.speedup, result.coverage, cfg, compiled=result.compiled)
+    return result.model_copy(update={"reward": reward})

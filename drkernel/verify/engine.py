@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Any
 
-from drkernel.rl.rewards import kernel_reward
+from drkernel.rl.rewards import RewardConfig, kernel_reward
 from drkernel.verify import problem
 from drkernel.verify.devices import DeviceUnavailable, resolve_device
 from drkernel.verify.entry import run as _entry
@@ -175,7 +175,7 @@ class _Evaluation:
                 self.details[key] = perf[key]
         if "cand_ms" in perf:
             self.details["perf_trials"], self.details["warmup"] = perf["trials"], perf["warmup"]
-        reward = kernel_reward(correct, hack, speedup, coverage, self.options.reward, compiled=self.compiled)
+        reward = kernel_reward(correct, hack, speedup, coverage, RewardConfig(), compiled=self.compiled)
         if "coverage" in perf and correct:
             self.checks.append(CheckRecord(name="coverage", passed=True, detail=(
                 f"{coverage if coverage is None else round(coverage, 4)} of time in the candidate's Triton kernels "

@@ -7,13 +7,12 @@ from typing import Literal
 from pydantic import Field
 
 from drkernel.config.base import StrictModel
-from drkernel.rl.rewards import RewardConfig
 
 DeviceName = Literal["auto", "cpu", "cuda", "npu"]
 
 
 class VerifyOptions(StrictModel):
-    """Everything that changes a verdict; part of the cache key of a result."""
+    """Everything that changes a verdict; part of the cache key of a result (the reward is not: see rl.rewards.score)."""
 
     device: DeviceName = Field("auto", description="where to run: auto picks cuda, then npu, then cpu")
     entry_point: str = Field("Model", description="reference class name; the candidate defines <name>New")
@@ -28,4 +27,3 @@ class VerifyOptions(StrictModel):
     measure_coverage: bool = Field(True, description="profile the candidate to get Triton time coverage")
     memory_limit_mb: int = Field(16384, ge=256, description="address-space rlimit of the candidate process (CPU)")
     output_limit_bytes: int = Field(65536, ge=1024, description="cap of captured candidate stdout/stderr")
-    reward: RewardConfig = Field(default_factory=RewardConfig, description="reward function applied to the verdict")

@@ -9,13 +9,17 @@ from drkernel.verify.result import ErrorInfo, VerifyResult
 from serve_apps.result_cache import ResultCache, content_key
 
 
+def test_reward_is_not_an_option_so_it_never_splits_the_cache():
+    with pytest.raises(ValueError, match="reward"):
+        VerifyOptions(reward={"speedup_cap": 2.0})
+
+
 def test_key_changes_with_every_input():
     base = content_key("ref", "cand", VerifyOptions())
     assert base == content_key("ref", "cand", VerifyOptions())
     assert base != content_key("ref2", "cand", VerifyOptions())
     assert base != content_key("ref", "cand2", VerifyOptions())
     assert base != content_key("ref", "cand", VerifyOptions(num_perf_trials=7))
-    assert base != content_key("ref", "cand", VerifyOptions(reward={"speedup_cap": 2.0}))
     # no ambiguity from concatenation
     assert content_key("ab", "c", VerifyOptions()) != content_key("a", "bc", VerifyOptions())
 

@@ -110,6 +110,12 @@ def test_honest_candidate_is_correct_and_rewarded(client):
     # each of the 2 replicas evaluates a payload at most once; every other repeat is a cache hit
     assert client.get("/stats").json()["cache_hits"] - hits >= 5
     assert len({result["runtime_ms"]} | {r["runtime_ms"] for r in repeats}) <= 2  # one measurement per replica
+    # the reward is priced per request from the cached verdict: a new weight is a cache hit, not a new run
+    hits = client.get("/stats").json()["cache_hits"]
+    flat = client.post("/verify", json={**request_body("honest_add"), "reward": {"kind": "tiered"}}).json()
+    assert client.get("/stats").json()["cache_hits"] - hits == 1
+    assert flat["runtime_ms"] in {result["runtime_ms"]} | {r["runtime_ms"] for r in repeats}
+    assert flat["reward"] in (-0.1, 0.2, 0.4, 0.6, 0.8, 1.0) and flat["reward"] != result["reward"]
 
 
 def test_batch_of_hacked_and_broken_candidates_keeps_request_order(client):
