@@ -6,7 +6,7 @@ import argparse
 import json
 
 from drkernel.config.base import ConfigError, load_config
-from drkernel.config.demo import DemoConfig
+from drkernel.config.train import TrainConfig
 from pipelines.cli import UsageError
 
 
@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        cfg = load_config(DemoConfig, args.config, args.overrides)
+        cfg = load_config(TrainConfig, args.config, args.overrides)
     except ConfigError as e:
         raise UsageError(f"drkernel sft: {e}") from None
     from drkernel.sft.stage import SFTInputError, evaluate_checkpoint, run_sft_stage  # heavy imports after validation

@@ -1,0 +1,134 @@
+"""Config of the RL training job: the demo's SFT sections plus one section per runtime role.
+
+`configs/demo_cpu.yaml` is a TrainConfig: `drkernel sft` reads its SFT sections, `drkernel train` and
+`drkernel demo` read all of it. Sections mirror the actors: policy (Serve deployment + engine), rollout
+(workers and the episode), queue (staleness control), trainer (optimizer, weight pushes, checkpoints),
+verifier (the job's own verifier deployment), algorithm (the recipe's maths), logging.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from drkernel.config.base import StrictModel
+from drkernel.config.demo import DemoConfig
+from drkernel.rl.config import AlgorithmConfig
+from drkernel.verify.options import DeviceName, VerifyOptions
+
+
+class PromptDataConfig(StrictModel):
+    """Where RL prompts come from (Ray Data streams them)."""
+
+    prompt_file: str | None = Field(None, description="parquet file or folder of prompt rows; null = shipped tasks")
+    prompt_style: str = Field("compact", description="first-turn prompt style when rows are built from tasks")
+    seed: int = Field(0, description="seed of the per-epoch prompt order")
+    num_epochs: int | None = Field(None, ge=1, description="passes over the prompts; null = until total_steps")
+
+
+class PolicyConfig(StrictModel):
+    """The policy deployment on Ray Serve and the engine each replica runs."""
+
+    engine: Literal["transformers", "vllm", "vllm_ascend"] = Field("transformers", description="generation engine")
+    model_path: str | None = Field(None, description="HF model folder; null = the SFT checkpoint (sft.output_dir)")
+    device: DeviceName = Field("auto", description="device of each replica: auto picks cuda, then npu, then cpu")
+    dtype: Literal["float32", "bfloat16"] = Field("float32", description="parameter dtype while generating")
+    num_replicas: int = Field(1, ge=1, description="fixed replica count while training")
+    max_batch_size: int = Field(16, ge=1, description="requests one replica batches into a generate call")
+    batch_wait_timeout_s: float = Field(0.05, ge=0, description="how long a replica waits to fill a batch")
+    cpus_per_replica: float = Field(1.0, ge=0, description="Ray CPUs reserved by one policy replica")
+    num_threads: int | None = Field(1, ge=1, description="torch CPU threads per replica; null = torch default")
+    app_name: str = Field("drkernel-train-policy", min_length=1, description="Serve app name owned by this job")
+    route_prefix: str = Field("/drkernel-train-policy", description="HTTP prefix of the OpenAI-compatible route")
+
+
+class RolloutConfig(StrictModel):
+    """Rollout workers and the multi-turn episode they run."""
+
+    num_workers: int = Field(1, ge=1, description="rollout worker actors")
+    groups_per_worker: int = Field(2, ge=1, description="prompt groups one worker runs at once")
+    samples_per_prompt: int = Field(4, ge=1, description="n: samples per prompt group (TRLOO needs >= 2)")
+    max_turns: int = Field(2, ge=1, description="T: assistant turns per episode")
+    max_new_tokens: int = Field(512, ge=1, description="generation budget of one turn")
+    max_context_tokens: int = Field(4096, ge=64, description="prompt + all turns; an episode ends when full")
+    feedback_max_tokens: int = Field(256, ge=16, description="token budget of one feedback message")
+    temperature: float = Field(1.0, ge=0, description="sampling temperature")
+    top_p: float = Field(1.0, gt=0, le=1, description="nucleus threshold (1 = off)")
+    top_k: int = Field(0, ge=0, description="top-k (0 = off)")
+    cpus_per_worker: float = Field(0.25, ge=0, description="Ray CPUs reserved by one rollout worker")
+
+
+class QueueConfig(StrictModel):
+    """Staleness control between rollouts and training (AReaL-style admission)."""
+
+    groups_per_step: int = Field(4, ge=1, description="B: prompt groups per optimizer step")
+    max_staleness: int = Field(1, ge=0, description="eta: versions a trajectory may lag; 0 = synchronous RL")
+    on_violation: Literal["drop", "wait"] = Field("drop", description="a trajectory older than allowed")
+
+
+class TrainerConfig(StrictModel):
+    """The trainer actor(s): optimizer, weight pushes and checkpoints."""
+
+    total_steps: int = Field(30, ge=1, description="optimizer steps of the run")
+    device: DeviceName = Field("auto", description="trainer device: auto picks cuda, then npu, then cpu")
+    dtype: Literal["float32", "bfloat16"] = Field("float32", description="parameter dtype while training")
+    num_workers: int = Field(1, ge=1, description="trainer ranks (FSDP2 over torch.distributed when > 1)")
+    lr: float = Field(1e-5, gt=0, description="AdamW learning rate (constant after warmup)")
+    warmup_steps: int = Field(0, ge=0, description="linear warmup steps")
+    weight_decay: float = Field(0.0, ge=0, description="AdamW decoupled weight decay")
+    betas: tuple[float, float] = Field((0.9, 0.999), description="AdamW betas")
+    max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping norm")
+    micro_batch_size: int = Field(4, ge=1, description="sequences per forward/backward pass")
+    publish_every: int = Field(1, ge=1, description="k: push weights to the policy every k steps")
+    bucket_mb: int = Field(512, ge=1, le=2048, description="largest weight-push bucket in MB")
+    checkpoint_every: int = Field(10, ge=1, description="m: checkpoint every m steps (and at the end)")
+    output_dir: str = Field("runs/train", description="checkpoints, metrics and samples land here")
+    cpus_per_worker: float = Field(1.0, ge=0, description="Ray CPUs reserved by one trainer rank")
+    num_threads: int | None = Field(1, ge=1, description="torch CPU threads of a trainer rank")
+    seed: int = Field(0, description="seed of the trainer (PRS draws, dropout)")
+
+
+class TrainVerifierConfig(StrictModel):
+    """The job's own verifier deployment: HTTP users of another verifier app can never stall training."""
+
+    app_name: str = Field("drkernel-train-verifier", min_length=1, description="Serve app name owned by this job")
+    device: Literal["cpu", "cuda", "npu"] = Field("cpu", description="device kind each verifier replica owns")
+    num_replicas: int = Field(1, ge=1, description="verifier replicas (one device each on accelerators)")
+    max_concurrency: int = Field(2, ge=1, description="evaluations compiling/checking at once per replica")
+    cpus_per_replica: float = Field(1.0, ge=0, description="Ray CPUs reserved by one verifier replica")
+    options: VerifyOptions = Field(default_factory=VerifyOptions, description="options of every evaluation")
+    injected_latency_s: float = Field(0.0, ge=0, description="benchmarks only: sleep this long before each verdict")
+
+
+class LoggingConfig(StrictModel):
+    """Where per-step metrics and trajectory samples go."""
+
+    jsonl: bool = Field(True, description="metrics.jsonl in trainer.output_dir")
+    tensorboard: bool = Field(True, description="TensorBoard event files in trainer.output_dir/tb")
+    wandb: bool = Field(False, description="also log to Weights & Biases")
+    wandb_project: str = Field("drkernel-ray", description="wandb project")
+    samples_every: int = Field(5, ge=1, description="write a sample of trajectories every N steps")
+    samples_per_dump: int = Field(4, ge=1, description="trajectories per sample dump")
+    json_logs: bool = Field(False, description="log lines as JSON instead of text")
+
+
+class TrainConfig(DemoConfig):
+    """The whole recipe: SFT warm start (inherited sections) and asynchronous multi-turn RL."""
+
+    rl_data: PromptDataConfig = Field(default_factory=PromptDataConfig, description="RL prompts")
+    policy: PolicyConfig = Field(default_factory=PolicyConfig, description="policy deployment")
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig, description="rollout workers and episodes")
+    queue: QueueConfig = Field(default_factory=QueueConfig, description="staleness control")
+    trainer: TrainerConfig = Field(default_factory=TrainerConfig, description="trainer and checkpoints")
+    verifier: TrainVerifierConfig = Field(default_factory=TrainVerifierConfig, description="the job's verifier")
+    algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig, description="the RL maths")
+    logging: LoggingConfig = Field(default_factory=LoggingConfig, description="metrics and samples")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TrainConfig:
+        if self.rollout.max_new_tokens >= self.rollout.max_context_tokens:
+            raise ValueError("rollout.max_new_tokens must be smaller than rollout.max_context_tokens")
+        if self.policy.app_name == self.verifier.app_name:
+            raise ValueError("policy.app_name and verifier.app_name must differ")
+        return self

@@ -1,0 +1,1 @@
+"""Multi-turn rollouts without Ray: the episode loop and the trajectory it produces."""

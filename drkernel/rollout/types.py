@@ -1,0 +1,102 @@
+"""The data that crosses the runtime's boundaries: sampling requests, engine outputs, turns, trajectories.
+
+Every actor and deployment speaks these types, so an engine (transformers, vLLM, vllm-ascend), a rollout
+worker and the trainer can be swapped independently. Token-level arrays of a trajectory are kept aligned by
+construction: `response_ids`, `response_mask` and `response_logprobs` always have the same length, and each
+turn records the half-open span [start, end) of its tokens in them (generated tokens and the feedback tokens
+that follow them), so the trainer never re-tokenises sampled text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import Field
+
+from drkernel.config.base import StrictModel
+
+FinishReason = Literal["stop", "length", "abort"]
+EndReason = Literal["max_turns", "context_full", "correct_and_done", "format_error", "infra_error"]
+
+
+class SamplingParams(StrictModel):
+    """How one response is sampled. Only temperature, top-k and top-p shape the distribution, so the
+    engine's log-probs stay those of the policy the trainer recomputes (no other logits processor)."""
+
+    temperature: float = Field(1.0, ge=0, description="softmax temperature; 0 = greedy")
+    top_p: float = Field(1.0, gt=0, le=1, description="nucleus threshold (1 = off)")
+    top_k: int = Field(0, ge=0, description="keep the k most likely tokens (0 = off)")
+    max_new_tokens: int = Field(512, ge=1, description="generation budget of this response")
+    stop_token_ids: list[int] = Field(default_factory=list, description="extra ids that end the response")
+    seed: int | None = Field(None, description="per-request sampling seed (null = engine's generator)")
+
+
+class GenerateOutput(StrictModel):
+    """What an engine returns for one request: the sampled ids, each one's log-prob, and why it stopped."""
+
+    token_ids: list[int] = Field(..., description="sampled ids, the stop token included when one was sampled")
+    logprobs: list[float] = Field(..., description="log-prob of each sampled id under the sampling distribution")
+    finish_reason: FinishReason = Field(..., description="stop token, length budget, or aborted by a weight swap")
+    version: int = Field(..., ge=0, description="policy version that produced every token of this output")
+
+
+@dataclass
+class Turn:
+    """One assistant turn and what the verifier made of it."""
+
+    index: int  # 0-based turn number within the episode
+    start: int  # first position of this turn's generated tokens in Trajectory.response_ids
+    end: int  # one past the last generated token (feedback tokens that follow are not part of the turn)
+    policy_version: int  # version of the policy that sampled the turn
+    finish_reason: FinishReason
+    text: str  # the decoded response (for logs and samples only; training uses the ids)
+    code: str | None  # the extracted kernel; None when the response had no closed code block
+    verdict: dict[str, Any] | None = None  # VerifyResult.model_dump() when verified; None for a format failure
+    reward: float = 0.0  # the turn's reward; meaningless when `masked`
+    masked: bool = False  # True when the verifier gave no verdict (infra_error): never scored, never trained
+    feedback: str | None = None  # the feedback message appended after this turn, if any
+
+    @property
+    def correct(self) -> bool:
+        return bool(self.verdict and self.verdict.get("correct") and self.verdict.get("hack") is None)
+
+
+@dataclass
+class Trajectory:
+    """One sample of one prompt group: the whole multi-turn token stream plus per-turn verdicts."""
+
+    group_id: str  # unique per issued prompt group (same for the n samples of one prompt)
+    sample_index: int  # 0..n-1 within the group
+    task_uid: str  # the prompt row's uuid
+    prompt_ids: list[int]  # the first-turn prompt, ending with the assistant header
+    response_ids: list[int] = field(default_factory=list)  # everything after the prompt: turns and feedback
+    response_mask: list[int] = field(default_factory=list)  # 1 = sampled by the policy (trained), 0 = feedback
+    response_logprobs: list[float] = field(default_factory=list)  # rollout log-prob per token (0.0 where mask 0)
+    turns: list[Turn] = field(default_factory=list)
+    end_reason: EndReason | None = None
+    metrics: dict[str, float] = field(default_factory=dict)  # e.g. generate_s, verify_s per episode
+
+    @property
+    def min_version(self) -> int:
+        return min((t.policy_version for t in self.turns), default=-1)
+
+    @property
+    def max_version(self) -> int:
+        return max((t.policy_version for t in self.turns), default=-1)
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.prompt_ids) + len(self.response_ids)
+
+    def check_aligned(self) -> None:
+        """Raise if the token arrays or turn spans disagree (a bug upstream, never silently trained on)."""
+        n = len(self.response_ids)
+        if len(self.response_mask) != n or len(self.response_logprobs) != n:
+            raise ValueError(f"trajectory {self.group_id}/{self.sample_index}: ids {n}, mask "
+                             f"{len(self.response_mask)}, logprobs {len(self.response_logprobs)}")
+        last = 0
+        for t in self.turns:
+            if not (last <= t.start <= t.end <= n) or any(m != 1 for m in self.response_mask[t.start:t.end]):
+                raise ValueError(f"trajectory {self.group_id}/{self.sample_index}: bad span of turn {t.index}")
+            last = t.end
