@@ -16,3 +16,37 @@ def kernelbench() -> Path:
     if not (KERNELBENCH / "level1").is_dir():
         pytest.fail(f"KernelBench not found at {KERNELBENCH}: put ../shared beside the repository")
     return KERNELBENCH
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> dict:
+    """One local Ray cluster with Serve on loopback, shared by every test that needs Ray (starting one
+    costs seconds of the 2-core CI budget). Tests must not call ray.init/ray.shutdown/serve.shutdown
+    themselves; they delete only the Serve apps they created. Logical CPUs exceed physical ones on
+    purpose: actors in these tests mostly wait."""
+    ray = pytest.importorskip("ray")
+    from ray import serve
+
+    http_port, metrics_port = _free_port(), _free_port()
+    ray.init(
+        address="local",
+        num_cpus=16,
+        include_dashboard=False,
+        log_to_driver=False,
+        _metrics_export_port=metrics_port,
+        _system_config={"metrics_report_interval_ms": 1000},
+        runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}},
+    )
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    serve.start(http_options={"host": "127.0.0.1", "port": http_port})
+    yield {"http_url": f"http://127.0.0.1:{http_port}", "metrics_url": f"http://127.0.0.1:{metrics_port}/metrics"}
+    serve.shutdown()
+    ray.shutdown()
