@@ -25,5 +25,9 @@ class VerifyOptions(StrictModel):
     require_triton: bool = Field(True, description="demand @triton.jit kernels that launch; off for sanity runs")
     measure_performance: bool = Field(True, description="time reference and candidate after correctness")
     measure_coverage: bool = Field(True, description="profile the candidate to get Triton time coverage")
-    memory_limit_mb: int = Field(16384, ge=256, description="address-space rlimit of the candidate process (CPU)")
-    output_limit_bytes: int = Field(65536, ge=1024, description="cap of captured candidate stdout/stderr")
+    memory_limit_mb: int = Field(
+        16384, ge=256, le=65536, description="address-space rlimit of the candidate process (CPU), 256 MB to 64 GB"
+    )
+    output_limit_bytes: int = Field(
+        65536, ge=1024, le=1_048_576, description="cap of captured candidate stdout/stderr, 1 KB to 1 MB"
+    )
