@@ -1,0 +1,1 @@
+"""The training run's Ray-free parts: checkpoints and metric sinks."""
