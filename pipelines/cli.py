@@ -16,6 +16,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("pipelines.serve", "run a Ray Serve application (the verifier HTTP endpoint)"),
     "prepare-data": ("pipelines.prepare_data", "turn a folder of KernelBench references into parquet rows"),
     "sft": ("pipelines.sft", "cold-start supervised fine-tuning"),
+    "train": ("pipelines.train", "asynchronous multi-turn RL on Ray (policy + verifier on Serve, actors)"),
+    "demo": ("pipelines.demo", "the embedded default end to end on a laptop CPU: SFT warm start, async RL, plots"),
 }
 
 

@@ -1,0 +1,60 @@
+"""`drkernel train` / `python -m pipelines.train`: the asynchronous RL job (Ray actors + Serve apps).
+
+    python -m pipelines.train --config configs/demo_cpu.yaml trainer.total_steps=2
+    RAY_AUTH_MODE=token ray job submit --working-dir . --runtime-env runtime_env.yaml -- \\
+        python -m pipelines.train --config configs/demo_cpu.yaml trainer.total_steps=2
+
+The config is validated before Ray starts (unknown keys and bad values fail naming the key; `--dry-run`
+prints the resolved config as JSON and exits). Under `ray job submit` the driver joins the job's cluster
+(RAY_ADDRESS is set for it); otherwise it starts a private local cluster, never attaching to a stranger's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from drkernel.config.base import ConfigError, load_config
+from drkernel.config.train import TrainConfig
+from pipelines.cli import UsageError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default=None, help="YAML recipe, e.g. configs/demo_cpu.yaml")
+    parser.add_argument("--dry-run", action="store_true", help="print the resolved config as JSON and exit")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from the latest checkpoint in trainer.output_dir (same step, version, cursor)")
+    parser.add_argument("--address", default=None,
+                        help="Ray cluster to join (default: $RAY_ADDRESS under `ray job submit`, else a new local one)")
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. queue.max_staleness=0")
+
+
+def load_train_config(path: str | None, overrides: list[str], prog: str) -> TrainConfig:
+    try:
+        return load_config(TrainConfig, path, overrides)
+    except ConfigError as e:
+        raise UsageError(f"{prog}: {e}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = load_train_config(args.config, args.overrides, "drkernel train")
+    if args.dry_run:
+        print(json.dumps(cfg.model_dump(mode="json"), indent=2))
+        return 0
+    from actors.job import TrainJob  # Ray, torch and transformers only after the config is known good
+
+    job = TrainJob(cfg, resume=args.resume, address=args.address)
+    summary = job.main()
+    print(json.dumps(summary, indent=2, default=str))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from pipelines.cli import main as cli_main
+
+    return cli_main(["train", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
