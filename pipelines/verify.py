@@ -1,7 +1,8 @@
 """`drkernel verify`: judge one candidate file against one KernelBench reference file.
 
 Exit status: 0 when a verdict was reached (pass or fail), 1 on an infra error (no verdict),
-2 on a usage error. With --json, stdout carries exactly one JSON object; the candidate's own output
+2 on a usage error, which includes a reference that does not parse, lacks Model/get_inputs/
+get_init_inputs, or fails when run: the reference is the user's input, reported in one line. With --json, stdout carries exactly one JSON object; the candidate's own output
 is captured inside its sandbox and appears only as a tail in `details`.
 """
 
@@ -99,11 +100,16 @@ def run(args: argparse.Namespace) -> int:
     reference = _read(args.reference, "reference")
     candidate = _read(args.candidate, "candidate")
     options = _options(args)
+    from serve_apps.reference_check import one_line, reference_problem
+
+    problem = reference_problem(reference, options.entry_point)
+    if problem is not None:
+        raise UsageError(f"drkernel verify: {args.reference}: {problem}")
     from drkernel.verify.engine import verify
 
     result = verify(reference, candidate, options)
-    if result.status != "ok" and result.error is not None and result.error.kind == "usage":
-        raise UsageError(f"drkernel verify: {result.error.message}")
+    if result.status != "ok" and result.error is not None and result.error.kind in ("usage", "reference"):
+        raise UsageError(f"drkernel verify: {args.reference}: {one_line(result.error.message)}")
     if args.json:
         sys.stdout.write(json.dumps(result.model_dump(mode="json")) + "\n")
     else:

@@ -46,13 +46,32 @@ def test_failed_candidate_is_a_verdict_exit_0_and_human_report(tmp_path):
 
 
 @pytest.mark.integration
-def test_broken_reference_is_an_infra_error_exit_1(tmp_path):
+def test_reference_that_fails_when_run_is_one_line_exit_2(tmp_path):
+    """A reference that raises is the user's input at fault: one line naming it, exit 2, no traceback."""
     ref = tmp_path / "ref.py"
-    ref.write_text("import torch\nraise RuntimeError('broken reference')\n")
+    ref.write_text((EXAMPLE / "reference.py").read_text() + "\nraise RuntimeError('broken reference')\n")
     proc = drkernel("verify", "--reference", str(ref), "--candidate", str(EXAMPLE / "candidate.py"), "--json")
-    assert proc.returncode == 1
-    verdict = json.loads(proc.stdout)
-    assert verdict["status"] == "infra_error" and verdict["error"]["kind"] == "reference"
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "RuntimeError: broken reference" in lines[0] and "Traceback" not in proc.stderr
+    assert "drkernel/verify" not in lines[0]  # no server-side paths
+
+
+@pytest.mark.parametrize(
+    "source, needle",
+    [
+        ("import torch\nclass Model(torch.nn.Module):\n    pass\ndef get_init_inputs():\n    return []\n",
+         "reference defines no get_inputs"),
+        ("import torch\ndef broken(:\n", "reference does not parse: invalid syntax (line 2)"),
+    ],
+)
+def test_reference_without_get_inputs_or_not_parsing_is_one_line_exit_2(tmp_path, source, needle):
+    ref = tmp_path / "ref.py"
+    ref.write_text(source)
+    proc = drkernel("verify", "--reference", str(ref), "--candidate", str(EXAMPLE / "candidate.py"), timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize(
