@@ -6,6 +6,13 @@ Evaluations run in a thread pool, never on the replica's event loop, so health c
 hits stay instant while candidates run. Results are cached per replica by content hash
 (serve_apps/result_cache.py).
 
+Slots: an evaluation waits on the replica's event loop for one of `max_concurrency` slots and only
+then enters the core, so its clock (the core's `timeout_s`) runs only while it holds a slot. When
+its last waiter goes (client disconnect, ingress deadline, a cancelled handle call) a queued
+evaluation is dropped before it starts; one already in the core cannot be stopped yet (the core has
+no cancellation API), so it keeps its slot until its children end and is counted as `orphaned` in
+`stats()` and the queue-depth gauge meanwhile: abandoned work can never run beyond the slot bound.
+
 In-cluster callers (rollout workers) use the handle API and get the same typed `VerifyResult`
 as `drkernel verify --json`:
 
@@ -58,10 +65,14 @@ class VerifierReplica:
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = VerifierServeConfig.model_validate(config)
         self._core = Verifier(device=self.config.device, max_concurrency=self.config.max_concurrency)
-        self._pool = ThreadPoolExecutor(max_workers=self.config.max_ongoing_requests, thread_name_prefix="verify")
+        self._pool = ThreadPoolExecutor(max_workers=self.config.max_concurrency, thread_name_prefix="verify")
         self._cache = ResultCache(self.config.cache_size)
         self._metrics = VerifierMetrics()
-        self._in_flight = 0
+        self._slots: asyncio.Semaphore | None = None  # made on the replica's event loop, at first use
+        self._in_flight = 0  # requests being answered (cache hits and waiters included)
+        self._waiting = 0  # evaluations waiting for a slot
+        self._running = 0  # evaluations in the core (orphans included)
+        self._orphaned = 0  # evaluations in the core that nobody waits for any more
 
     async def verify(
         self,
@@ -83,21 +94,40 @@ class VerifierReplica:
         self._metrics.requests.inc(tags={"route": "handle"})
         opts = resolve_options(options, self.config.device)
         self._in_flight += 1
-        self._metrics.queue_depth.set(self._in_flight)
         try:
             result, hit = await self._cache.get_or_compute(
                 content_key(reference, candidate, opts), lambda: self._run(reference, candidate, opts)
             )
         finally:
             self._in_flight -= 1
-            self._metrics.queue_depth.set(self._in_flight)
         self._metrics.record(result, hit, time.monotonic() - start)
         return result, hit
 
+    def _gauge(self) -> None:
+        self._metrics.queue_depth.set(self._waiting + self._running)
+
     async def _run(self, reference: str, candidate: str, options: VerifyOptions) -> VerifyResult:
-        loop = asyncio.get_running_loop()
+        """One evaluation in the core, holding a slot from the moment it starts until its children end."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.config.max_concurrency)
+        self._waiting += 1
+        self._gauge()
         try:
-            return await loop.run_in_executor(self._pool, self._core.verify, reference, candidate, options)
+            await self._slots.acquire()  # cancelled here: it never started, nothing to clean up
+        finally:
+            self._waiting -= 1
+        self._running += 1
+        self._gauge()
+        work = asyncio.get_running_loop().run_in_executor(
+            self._pool, self._core.verify, reference, candidate, options
+        )
+        work.add_done_callback(self._release)
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            self._orphaned += 1
+            work.add_done_callback(self._orphan_done)
+            raise
         except Exception as e:  # the core reports candidate faults itself; this is the verifier failing
             logger.exception("verifier core raised")
             return VerifyResult(
@@ -106,13 +136,26 @@ class VerifierReplica:
                 error=ErrorInfo(kind="infra", message=f"verifier core raised {type(e).__name__}: {e}"),
             )
 
+    def _release(self, _: object) -> None:
+        self._running -= 1
+        self._slots.release()
+        self._gauge()
+
+    def _orphan_done(self, _: object) -> None:
+        self._orphaned -= 1
+
     def stats(self) -> dict[str, Any]:
         """This replica's cache and load, for operators and tests."""
         return {
+            "replica": serve.get_replica_context().replica_tag,
             "cache_entries": len(self._cache),
             "cache_hits": self._cache.hits,
             "cache_misses": self._cache.misses,
             "in_flight": self._in_flight,
+            "waiting": self._waiting,
+            "running": self._running,
+            "orphaned": self._orphaned,
+            "slots": self.config.max_concurrency,
         }
 
     def __del__(self) -> None:

@@ -53,8 +53,43 @@ class VerifierServeConfig(StrictModel):
     max_batch: int = Field(64, ge=1, description="most items in one POST /verify/batch")
     queue_limit: int = Field(128, ge=1, description="evaluations the HTTP ingress admits at once (503 above)")
     deadline_s: float = Field(900.0, gt=0, description="longest an HTTP request waits for its results (504)")
+    body_timeout_s: float = Field(30.0, gt=0, le=600, description="longest the ingress waits for a request body (408)")
+    max_client_share: float = Field(
+        0.5, gt=0, le=1, description="most of queue_limit and of the replicas' request slots one client may hold"
+    )
+    handle_reserve: float = Field(
+        0.25, ge=0, lt=1, description="share of replica request slots kept free of HTTP work for handle callers"
+    )
     replica_retries: int = Field(2, ge=0, le=10, description="re-sends of a request whose replica died")
-    api_token_env: str = Field("DRKERNEL_API_TOKEN", description="env var holding the bearer token (unset = open)")
+    api_token_env: str = Field(
+        "DRKERNEL_API_TOKEN", description="env var holding the bearer token(s), comma-separated, one per client"
+    )
+
+    @property
+    def dispatch_limit(self) -> int:
+        """HTTP evaluations the ingress sends to the replicas at once; the rest of their request slots
+        (`handle_reserve`) stays free for in-cluster handle callers such as the trainer."""
+        slots = self.autoscaling.max_replicas * self.max_ongoing_requests
+        return max(1, int((1 - self.handle_reserve) * slots))
+
+    @property
+    def client_admission_limit(self) -> int:
+        """Evaluations one client may have admitted at once (503 beyond)."""
+        return max(1, int(self.max_client_share * self.queue_limit))
+
+    @property
+    def client_dispatch_limit(self) -> int:
+        """Evaluations of one client at the replicas at once: the others always find free slots."""
+        return max(1, int(self.max_client_share * self.dispatch_limit))
+
+    @model_validator(mode="after")
+    def _batch_fits_a_share(self) -> VerifierServeConfig:
+        if self.max_batch > self.client_admission_limit:
+            raise ValueError(
+                f"max_batch ({self.max_batch}) exceeds one client's share of queue_limit "
+                f"({self.client_admission_limit} = max_client_share x queue_limit): such a batch could never run"
+            )
+        return self
 
     def replica_actor_options(self) -> dict[str, Any]:
         """Ray resources of one verifier replica: it owns exactly one device."""

@@ -62,11 +62,25 @@ class LatencyStats(StrictModel):
     count: int
 
 
+class ReplicaLoad(StrictModel):
+    """One verifier replica's evaluations: waiting for a slot, in the core, and abandoned but still running."""
+
+    replica: str = Field(..., description="Serve replica id")
+    cache_entries: int
+    cache_hits: int
+    cache_misses: int
+    in_flight: int = Field(..., description="requests being answered, cache hits and waiters included")
+    waiting: int = Field(..., description="evaluations waiting for a slot (their clock has not started)")
+    running: int = Field(..., description="evaluations in the core, orphans included")
+    orphaned: int = Field(..., description="running evaluations nobody waits for; they hold a slot until they end")
+    slots: int = Field(..., description="evaluations the replica runs at once (max_concurrency)")
+
+
 class Stats(StrictModel):
     """Counters of this ingress replica since it started."""
 
     uptime_s: float
-    requests: dict[str, int] = Field(..., description="HTTP requests by route")
+    requests: dict[str, int] = Field(..., description="HTTP requests by route; unknown paths count as 'other'")
     responses: dict[str, int] = Field(..., description="HTTP responses by status code")
     evaluations: int = Field(..., description="results returned (single and batch items)")
     verdicts: dict[str, int] = Field(..., description="results by verdict: correct, hack, infra_error, error kind")
@@ -74,3 +88,6 @@ class Stats(StrictModel):
     replica_retries: int = Field(..., description="requests re-sent because their replica died")
     queue: QueueStats
     latency_s: LatencyStats
+    dispatched: int = Field(..., description="evaluations sent to the replicas and not yet answered")
+    clients: int = Field(..., description="clients (tokens or peers) with evaluations admitted")
+    replica: ReplicaLoad | None = Field(..., description="load of the replica that answered (null when all busy)")

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import os
 import random
+import socket
 import time
 
 import httpx
@@ -20,6 +22,8 @@ from serve_test_support import REPO, code, free_port, post_with_retries, request
 pytestmark = pytest.mark.integration
 
 TOKEN = "test-token-1234"
+TOKEN_B = "test-token-b-5678"
+TOKEN_C = "test-token-c-9012"
 CONFIG = {
     "device": "cpu",
     "max_concurrency": 2,
@@ -33,7 +37,10 @@ CONFIG = {
     "max_code_chars": 20000,
     "max_batch": 8,
     "deadline_s": 120,
+    "body_timeout_s": 2,
+    "max_client_share": 0.5,  # 12 admitted and 3 dispatched per client (6 dispatched in all: 2 x 4 x 0.75)
 }
+SOLO = {**CONFIG, "autoscaling": {"min_replicas": 1, "max_replicas": 1}, "max_concurrency": 1, "deadline_s": 4}
 REPLICA_PREFIX = "SERVE_REPLICA::verifier#Verifier#"
 
 
@@ -46,7 +53,7 @@ def server():
 
     port = free_port()
     metrics_port = free_port()
-    os.environ["DRKERNEL_API_TOKEN"] = TOKEN
+    os.environ["DRKERNEL_API_TOKEN"] = f"{TOKEN}, {TOKEN_B},{TOKEN_C}"
     ray.init(
         address="local",
         num_cpus=2,
@@ -58,11 +65,33 @@ def server():
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
         serve.run(build_app(CONFIG), name="verifier", route_prefix="/")
+        serve.run(build_app(SOLO), name="verifier-solo", route_prefix="/solo")
         yield {"url": f"http://127.0.0.1:{port}", "metrics_url": f"http://127.0.0.1:{metrics_port}/metrics"}
     finally:
         os.environ.pop("DRKERNEL_API_TOKEN", None)
         serve.shutdown()
         ray.shutdown()
+
+
+@pytest.fixture
+def solo(server):
+    """A client of the one-replica, one-slot app (deadline 4 s): its /stats shows that replica exactly."""
+    with httpx.Client(base_url=server["url"] + "/solo", headers={"Authorization": f"Bearer {TOKEN}"},
+                      timeout=60) as c:
+        _quiet(c)
+        yield c
+
+
+def _quiet(c: httpx.Client, timeout_s: float = 30) -> dict:
+    """Wait until the app has nothing admitted, waiting or running; its /stats then."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        stats = c.get("/stats").json()
+        load = stats["replica"]
+        if stats["queue"]["depth"] == 0 and load and load["running"] == 0 and load["waiting"] == 0:
+            return stats
+        assert time.monotonic() < deadline, stats
+        time.sleep(0.2)
 
 
 @pytest.fixture
@@ -207,20 +236,22 @@ def test_bad_input_gets_4xx_naming_the_field(server, client):
 
 
 def test_full_queue_answers_503_with_retry_after(server, client):
-    """24 admitted evaluations fill the queue (single-flight: one hang per replica really runs)."""
-    hang = request_body("hang_add", variant=99, timeout_s=4)
+    """Three clients' batches of 8 fill the queue of 24; a fourth request is refused at once."""
+    hang = request_body("hang_add", variant=99, timeout_s=2)
 
     async def main():
-        headers = {"Authorization": f"Bearer {TOKEN}"}
-        async with httpx.AsyncClient(base_url=server["url"], headers=headers, timeout=120) as ac:
-            batches = [asyncio.create_task(ac.post("/verify/batch", json={"items": [hang] * 8})) for _ in range(3)]
+        async with httpx.AsyncClient(base_url=server["url"], timeout=120) as ac:
+            batches = [asyncio.create_task(ac.post("/verify/batch", json={"items": [hang] * 8},
+                                                   headers={"Authorization": f"Bearer {token}"}))
+                       for token in (TOKEN, TOKEN_B, TOKEN_C)]
+            auth = {"Authorization": f"Bearer {TOKEN}"}
             for _ in range(200):
-                depth = (await ac.get("/stats")).json()["queue"]["depth"]
+                depth = (await ac.get("/stats", headers=auth)).json()["queue"]["depth"]
                 if depth == 24:
                     break
                 await asyncio.sleep(0.05)
             assert depth == 24
-            refused = await ac.post("/verify", json=request_body("honest_add"))
+            refused = await ac.post("/verify", json=request_body("honest_add"), headers=auth)
             done = await asyncio.gather(*batches)
         return refused, done
 
@@ -337,31 +368,179 @@ def test_metrics_reach_the_ray_metrics_endpoint(server):
     assert 'verdict="output_mismatch"' in text and 'verdict="correct"' in text
 
 
-def test_deadline_bounds_every_wait(server):
-    """A second app with a 4 s deadline: a single request gets 504, a batch item an infra_error in place."""
-    from ray import serve
+def test_deadline_bounds_every_wait(solo):
+    """The one-replica app has a 4 s deadline: a single request gets 504, a batch item an infra_error in place."""
+    honest = request_body("honest_add", variant=7)
+    assert solo.post("/verify", json=honest).json()["correct"]  # now cached: instant in the batch below
+    hang = request_body("hang_add", variant=7, timeout_s=10)
+    start = time.monotonic()
+    r = solo.post("/verify", json=hang)
+    assert r.status_code == 504 and "deadline of 4" in r.json()["detail"]
+    assert time.monotonic() - start < 8
+    r = solo.post("/verify/batch", json={"items": [honest, hang]})
+    assert r.status_code == 200, r.text
+    on_time, late = r.json()["results"]
+    assert on_time["correct"]
+    assert late["status"] == "infra_error" and "deadline" in late["error"]["message"]
 
-    from serve_apps.verifier_app import build_app
 
-    cfg = {**CONFIG, "autoscaling": {"min_replicas": 1, "max_replicas": 1}, "deadline_s": 4}
-    serve.run(build_app(cfg), name="verifier-deadline", route_prefix="/deadline")
-    try:
-        headers = {"Authorization": f"Bearer {TOKEN}"}
-        with httpx.Client(base_url=server["url"] + "/deadline", headers=headers, timeout=60) as c:
-            honest = request_body("honest_add", variant=7)
-            assert c.post("/verify", json=honest).json()["correct"]  # now cached: instant in the batch below
-            hang = request_body("hang_add", variant=7, timeout_s=10)
+def test_auth_is_checked_before_anything_and_never_fails_on_odd_tokens(server, client):
+    """Item 1: a non-ASCII token is a 401, not a 500. Item 2: made-up paths do not grow /stats or metric tags."""
+    body = request_body("honest_add")
+    for value in ("Bearer \u00fc\u00df".encode(), b"Bearer \xff\xfe", "Bearer t\u00f6ken".encode("latin-1")):
+        r = httpx.post(server["url"] + "/verify", json=body, headers={"Authorization": value}, timeout=30)
+        assert r.status_code == 401, (value, r.text)
+    with httpx.Client(base_url=server["url"], timeout=30) as anon:
+        for i in range(40):
+            assert anon.get(f"/made-up-{i}").status_code == 401
+            assert anon.post(f"/verify/x{i}", json={}).status_code == 401
+    assert client.get(f"/made-up-{i}").status_code == 404
+    assert set(client.get("/stats").json()["requests"]) <= {"/verify", "/verify/batch", "/healthz", "/stats",
+                                                            "/openapi.json", "other"}
+
+
+def test_non_finite_numbers_and_lone_surrogates_are_422_naming_the_field(client):
+    """Item 3: NaN, Infinity, 1e999 or a lone surrogate used to crash the error handler (500)."""
+    body = json.dumps(request_body("honest_add"))
+    cases = {
+        '"atol": NaN': ["body", "options", "atol"],
+        '"rtol": Infinity': ["body", "options", "rtol"],
+        '"atol": -Infinity': ["body", "options", "atol"],
+        '"rtol": 1e999': ["body", "options", "rtol"],
+    }
+    for fragment, loc in cases.items():
+        raw = body.replace('"options": {', '"options": {' + fragment + ", ")
+        r = client.post("/verify", content=raw, headers={"Content-Type": "application/json"})
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == loc, (fragment, r.text)
+    raw = body.replace('"kernel_code": "', '"kernel_code": "\\ud800')
+    r = client.post("/verify", content=raw, headers={"Content-Type": "application/json"})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "kernel_code"], r.text
+    raw = json.dumps({"items": [request_body("honest_add"), request_body("wrong_add")]})
+    raw = raw.replace('"num_warmup": 1', '"num_warmup": NaN')
+    r = client.post("/verify/batch", content=raw, headers={"Content-Type": "application/json"})
+    assert r.status_code == 422 and [e["loc"] for e in r.json()["detail"]] == [
+        ["body", "items", 0, "options", "num_warmup"], ["body", "items", 1, "options", "num_warmup"]]
+    # a schema error whose input is odd is echoed without the input: still a 422
+    r = client.post("/verify", json={**request_body("honest_add"), "entry_point": ["\u00e9" * 3]})
+    assert r.status_code == 422 and "input" not in r.json()["detail"][0]
+
+
+def test_options_that_size_work_are_capped_and_documented(client):
+    """Item 4: memory and output caps are bounded server-side (2**62 overflowed, 10**9 switched the limit off)."""
+    body = request_body("honest_add")
+    for field, value in (("memory_limit_mb", 2**62), ("memory_limit_mb", 10**9), ("output_limit_bytes", 8 << 20)):
+        r = client.post("/verify", json={**body, "options": {**body["options"], field: value}})
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "options", field], r.text
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["VerifyOptions"]["properties"]
+    for field in ("memory_limit_mb", "output_limit_bytes", "num_perf_trials", "num_correct_trials", "timeout_s"):
+        assert "maximum" in schema[field] and schema[field].get("description"), field
+
+
+def test_abandoned_evaluations_are_dropped_or_counted_never_piled_up(solo):
+    """Item 5: six requests dropped after 0.3 s: the queued ones never start, the one in the core is counted
+    as orphaned until it ends, and an honest request waits for that one alone (not for all six)."""
+    hangs = [request_body("hang_add", variant=500 + i, timeout_s=3) for i in range(6)]
+
+    async def drop_all():
+        async with httpx.AsyncClient(base_url=str(solo.base_url), headers=dict(solo.headers), timeout=0.3) as ac:
+            out = await asyncio.gather(*(ac.post("/verify", json=h) for h in hangs), return_exceptions=True)
+        assert all(isinstance(e, httpx.TimeoutException) for e in out), out
+
+    asyncio.run(drop_all())
+    seen = []
+    for _ in range(20):
+        load = solo.get("/stats").json()["replica"]
+        seen.append(load)
+        if load["orphaned"] == 1 and load["waiting"] == 0:
+            break
+        time.sleep(0.1)
+    assert load["orphaned"] == 1 and load["running"] == 1 and load["waiting"] == 0, seen
+    start = time.monotonic()
+    r = solo.post("/verify", json=request_body("honest_add", variant=500))
+    assert r.status_code == 200 and r.json()["correct"], r.text
+    assert time.monotonic() - start < 3 + 2.5  # one orphan's remaining time, then its own run; not six hangs
+    assert _quiet(solo)["replica"]["orphaned"] == 0
+
+
+def test_timeouts_are_not_cached_and_reference_faults_are_422(solo):
+    """Item 6: a timeout may come from load, so a retry runs again; a client's broken reference or wrong
+    entry point is a 422 in one line without server paths, not an infra_error with a traceback."""
+    hang = request_body("hang_add", variant=600, timeout_s=1)
+    first = solo.post("/verify", json=hang).json()
+    assert first["error"]["kind"] == "timeout"
+    misses = solo.get("/stats").json()["replica"]["cache_misses"]
+    again = solo.post("/verify", json=hang).json()
+    assert again["error"]["kind"] == "timeout"
+    assert solo.get("/stats").json()["replica"]["cache_misses"] == misses + 1  # ran again, not served from cache
+
+    honest = request_body("honest_add")
+    cases = [
+        ({"entry_point": "Nope"}, "Nope"),
+        ({"reference_code": "import torch\ndef broken(:\n"}, "does not parse"),
+        ({"reference_code": code("reference_add").replace("def get_inputs", "def get_inputz")}, "get_inputs"),
+        ({"reference_code": code("reference_add") + "\nraise RuntimeError('broken reference')\n"}, "broken reference"),
+    ]
+    for change, needle in cases:
+        r = solo.post("/verify", json={**honest, **change})
+        assert r.status_code == 422, (change, r.text)
+        (err,) = r.json()["detail"]
+        assert err["loc"] == ["body", "reference_code"] and needle in err["msg"], err
+        assert "/" not in err["msg"] and "Traceback" not in err["msg"] and "\n" not in err["msg"], err
+    broken = {**honest, "reference_code": code("reference_add") + "\nraise RuntimeError('broken reference')\n"}
+    r = solo.post("/verify/batch", json={"items": [honest, broken]})
+    ok, bad = r.json()["results"]
+    assert ok["correct"] and bad["status"] == "infra_error" and bad["error"]["kind"] == "reference"
+    assert "\n" not in bad["error"]["message"] and "/" not in bad["error"]["message"]
+
+
+def test_one_clients_batch_does_not_starve_another(server, client):
+    """Item 7, smallest form: client A's batch of slow items may hold only its share of the replicas, so
+    client B's request starts at once instead of waiting behind the batch."""
+    hangs = [request_body("hang_add", variant=700 + i, timeout_s=3) for i in range(4)]
+
+    async def main():
+        async with httpx.AsyncClient(base_url=server["url"], timeout=60) as ac:
+            batch = asyncio.create_task(ac.post("/verify/batch", json={"items": hangs},
+                                                headers={"Authorization": f"Bearer {TOKEN_B}"}))
+            await asyncio.sleep(0.5)  # the batch has taken its share of the replicas
             start = time.monotonic()
-            r = c.post("/verify", json=hang)
-            assert r.status_code == 504 and "deadline of 4" in r.json()["detail"]
-            assert time.monotonic() - start < 8
-            r = c.post("/verify/batch", json={"items": [honest, hang]})
-            assert r.status_code == 200, r.text
-            on_time, late = r.json()["results"]
-            assert on_time["correct"]
-            assert late["status"] == "infra_error" and "deadline" in late["error"]["message"]
-    finally:
-        serve.delete("verifier-deadline")
+            honest = await ac.post("/verify", json=request_body("honest_add", variant=700),
+                                   headers={"Authorization": f"Bearer {TOKEN}"})
+            waited = time.monotonic() - start
+            return honest, waited, await batch
+
+    honest, waited, batch = asyncio.run(main())
+    assert honest.status_code == 200 and honest.json()["correct"], honest.text
+    assert waited < 2.5, waited  # the hangs run 3 s; without the share it waited for them
+    assert [x["error"]["kind"] for x in batch.json()["results"]] == ["timeout"] * 4
+
+
+def _raw(port: int, data: bytes, wait_s: float) -> tuple[bytes, float]:
+    """Send `data` on a raw socket and read until the server closes or `wait_s` passes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait_s) as s:
+        s.sendall(data)
+        start = time.monotonic()
+        got = b""
+        try:
+            while chunk := s.recv(4096):
+                got += chunk
+        except TimeoutError:
+            pass
+        return got, time.monotonic() - start
+
+
+def test_partial_bodies_time_out(server):
+    """Item 8: a client that sends half a body and stalls gets a 408 after body_timeout_s (2 s), not 90 s."""
+    port = int(server["url"].rsplit(":", 1)[1])
+    head = (f"POST /verify HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 500\r\n\r\n").encode()
+    got, took = _raw(port, head + b'{"reference_code": "', wait_s=15)
+    assert got.startswith(b"HTTP/1.1 408"), got
+    assert 1.5 < took < 6, took
+    chunked = (f"POST /verify HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+               "Transfer-Encoding: chunked\r\n\r\n5\r\n{\"ref\r\n").encode()
+    got, took = _raw(port, chunked, wait_s=15)
+    assert got.startswith(b"HTTP/1.1 408") and took < 6, got
 
 
 def test_replica_killed_mid_load_loses_no_request(server, client):
