@@ -41,6 +41,10 @@ class PolicyConfig(StrictModel):
     num_threads: int | None = Field(1, ge=1, description="torch CPU threads per replica; null = torch default")
     app_name: str = Field("drkernel-train-policy", min_length=1, description="Serve app name owned by this job")
     route_prefix: str = Field("/drkernel-train-policy", description="HTTP prefix of the OpenAI-compatible route")
+    served_model_name: str = Field("drkernel-policy", min_length=1, description="model name the HTTP route serves")
+    api_token_env: str = Field("DRKERNEL_API_TOKEN", description="env var of the HTTP bearer token(s); unset = open")
+    http_max_inflight: int = Field(8, ge=1, description="HTTP generations at once; 503 beyond (rest stays for training)")
+    http_max_body_bytes: int = Field(1 << 20, ge=1024, description="largest HTTP request body (413 beyond)")
 
 
 class RolloutConfig(StrictModel):
@@ -57,6 +61,7 @@ class RolloutConfig(StrictModel):
     top_p: float = Field(1.0, gt=0, le=1, description="nucleus threshold (1 = off)")
     top_k: int = Field(0, ge=0, description="top-k (0 = off)")
     cpus_per_worker: float = Field(0.25, ge=0, description="Ray CPUs reserved by one rollout worker")
+    sample_retries: int = Field(1, ge=0, description="retries of an episode that raised before its group fails")
 
 
 class QueueConfig(StrictModel):
