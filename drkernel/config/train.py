@@ -43,7 +43,7 @@ class PolicyConfig(StrictModel):
     route_prefix: str = Field("/drkernel-train-policy", description="HTTP prefix of the OpenAI-compatible route")
     served_model_name: str = Field("drkernel-policy", min_length=1, description="model name the HTTP route serves")
     api_token_env: str = Field("DRKERNEL_API_TOKEN", description="env var of the HTTP bearer token(s); unset = open")
-    http_max_inflight: int = Field(8, ge=1, description="HTTP generations at once; 503 beyond (rest stays for training)")
+    http_max_inflight: int = Field(8, ge=1, description="HTTP generations at once (503 beyond)")
     http_max_body_bytes: int = Field(1 << 20, ge=1024, description="largest HTTP request body (413 beyond)")
 
 

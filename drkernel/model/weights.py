@@ -10,6 +10,7 @@ tensors, so bf16 travels as it is and `ray.get` on the replica is zero-copy.
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -120,3 +121,16 @@ def unpack_into(
             raw = torch.frombuffer(views[slot.bucket], dtype=torch.uint8, count=slot.nbytes, offset=slot.offset)
             dst = target[slot.name]
             dst.copy_(raw.view(dst.dtype).view(dst.shape), non_blocking=True)
+
+
+def state_checksum(state_dict: Mapping[str, torch.Tensor]) -> str:
+    """sha256 over every tensor's name, dtype, shape and bytes (sorted by name): equal iff bit-identical.
+
+    Trainer and policy replicas compute it the same way, so a weight push can be checked end to end.
+    """
+    digest = hashlib.sha256()
+    for name in sorted(state_dict):
+        tensor = state_dict[name].detach().contiguous().cpu()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
