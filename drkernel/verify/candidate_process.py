@@ -1,47 +1,35 @@
-"""The untrusted side of an evaluation: a sandboxed child that imports the candidate and runs it.
+"""The untrusted side of an evaluation: a sandboxed child that imports the candidate and runs it when told.
 
-It never sees a reference output of a correctness seed: it sends what the candidate returned (and
-the inputs as they were after the call) to the trusted child, which regenerates the inputs from the
-seed and compares. After correctness it asks the parent for the device's timing slot, then times
-reference and candidate interleaved, profiles coverage, and re-validates fresh outputs.
+It holds no reference output, no seed and no timer: the judge hands it input tensors, times its
+replies on the judge's own clock and compares what it returns. What it observes about itself (which
+of the candidate's own Triton kernels launched, on which stream, harness tampering, processes left
+behind, profiler coverage) is reported as evidence that can only lower a reward.
 
-Messages to the parent: ("loaded", info) ("want_timing", summary) ("perf", stats) ("verdict", kind,
-message, detail) for a candidate fault, ("reference", message) when the reference fails here,
-("infra", message) for a harness fault.
+Before the candidate is imported it sends "isolation" and, if the reference fails to load here,
+"reference_failed"; then "importing". The judge believes infra-like messages only before "importing":
+after it, candidate code shares this process and could write anything into the channel.
 """
 
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from drkernel.verify import problem, tensors
-from drkernel.verify.devices import Backend, env_for, make_backend
-from drkernel.verify.launches import LaunchRecorder, Window
+from drkernel.verify import problem, protocol
+from drkernel.verify.devices import env_for, make_backend
+from drkernel.verify.launches import LaunchRecorder
+from drkernel.verify.runner import Fault, Runner, aliases, flatten, short
 from drkernel.verify.sandbox import capture_output, descendants, isolate
 from drkernel.verify.tamper import HarnessSnapshot
 
 _TRITON_COMPILE_ERRORS = {"CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct",
                           "MLIRCompilationError", "InterpreterError"}
-
-
-class CandidateFault(Exception):
-    """The candidate did something that decides the verdict (not a harness problem)."""
-
-    def __init__(self, kind: str, message: str, detail: str = "") -> None:
-        super().__init__(message)
-        self.kind, self.message, self.detail = kind, message, detail
-
-
-def _short(exc: BaseException, limit: int = 2000) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def classify(exc: BaseException, candidate_file: str, kernel_names: set[str]) -> str:
@@ -64,270 +52,112 @@ def classify(exc: BaseException, candidate_file: str, kernel_names: set[str]) ->
     return "runtime"
 
 
-class CandidateHarness:
-    def __init__(self, spec: dict[str, Any], parent: Any, trusted: Any, backend: Backend) -> None:
-        self.spec, self.parent, self.trusted, self.backend = spec, parent, trusted, backend
-        self.opts = spec["options"]
+class Observer:
+    """Runs each candidate forward under launch recording and collects the evidence the judge gets."""
+
+    def __init__(self, spec: dict[str, Any], backend: Any) -> None:
+        self.spec, self.backend = spec, backend
         self.path = spec["candidate_path"]
         self.recorder = LaunchRecorder(self.path)
-        self.ipc = backend.name == "cuda"
         self.kernel_names: set[str] = set(spec.get("gate_kernels", []))
         self.tampered: list[str] = []
-        self.stream_mismatch: list[str] = []
         self.decoy_calls: list[str] = []
         self.side_processes: list[str] = []
-        self.last_timed: tuple[int, Any, list[Any]] | None = None
-        self.forward_s: list[float] = []
-        self.kernel_s: list[float] = []
+        self.stream_mismatch: list[str] = []
+        self.alias_calls: list[str] = []
+        self.launches = 0
+        self.inputs: list[Any] = []
+        self.snapshot: HarnessSnapshot | None = None
 
-    # -- helpers ------------------------------------------------------------------------------
-    def _forward(self, model: Any, inputs: list[Any], label: str) -> tuple[Any, Window, float]:
-        """One candidate forward with launch recording and the tamper check."""
-        self.recorder.begin()
-        t0 = time.perf_counter()
-        try:
-            with torch.no_grad():
-                out = model(*inputs)
-            self.backend.synchronize()
-        except Exception as e:
-            self.recorder.end()
-            kind = classify(e, self.path, self.kernel_names | self.recorder.candidate_names)
-            raise CandidateFault(kind, _short(e), traceback.format_exc()[-4000:]) from e
-        seconds = time.perf_counter() - t0
-        window = self.recorder.end()
-        self._after_call(window, label)
-        return out, window, seconds
+    def install(self) -> None:
+        self.recorder.install()
+        self.snapshot = HarnessSnapshot(self.recorder.guarded_objects())
 
-    def _after_call(self, window: Window, label: str) -> None:
-        changed = self.snapshot.changed()
+    def check_tamper(self) -> None:
+        changed = self.snapshot.changed() if self.snapshot else []
         if not self.recorder.hook_still_installed():
             changed.append("triton launch_enter_hook chain")
         if changed and not self.tampered:
             self.tampered = changed
+
+    def observe(self, label: str, call: Callable[[], Any], inputs: list[Any]) -> Any:
+        self.recorder.begin()
+        try:
+            out = call()
+            self.backend.synchronize()
+        except Exception as e:
+            self.recorder.end()
+            kind = classify(e, self.path, self.kernel_names | self.recorder.candidate_names)
+            raise Fault(kind, short(e), traceback.format_exc()[-4000:]) from e
+        window = self.recorder.end()
+        self.check_tamper()
         if not self.side_processes:
             # Compilers Triton runs (ptxas) have exited by now: a live descendant is work hidden from the
             # harness (this process is a subreaper, so double-forked orphans are counted too).
             self.side_processes = [f"pid {pid} alive after {label}" for pid in descendants(os.getpid())]
-        if self.spec["require_triton"] and not window.candidate_launches():
+        if len(self.alias_calls) < 5 and aliases(flatten(out), inputs):
+            self.alias_calls.append(label)
+        mine = window.candidate_launches()
+        self.launches += len(mine)
+        if self.spec["require_triton"] and not mine:
             self.decoy_calls.append(label)
         harness_stream = self.backend.current_stream()
-        for launch in window.candidate_launches():
+        for launch in mine:
             if launch.stream is not None and harness_stream is not None and launch.stream != harness_stream:
                 self.stream_mismatch.append(f"{launch.name} on stream {launch.stream:#x} in {label}")
-
-    def _send_to_trusted(self, message: tuple[Any, ...]) -> None:
-        self.trusted.send(message)
-        ack = self.trusted.recv()  # CUDA IPC: the tensors must stay alive until the peer has compared
-        if ack != ("ack", message[1]):
-            raise RuntimeError(f"trusted child answered {ack!r}")
-
-    def _outputs(self, out: Any, inputs: list[Any]) -> tuple[list[Any], list[Any], bool]:
-        flat = tensors.flatten(out)
-        try:
-            packed_out = tensors.pack(flat, self.ipc)
-        except tensors.OutputError as e:
-            raise CandidateFault("output_mismatch", str(e)) from e
-        packed_in = tensors.pack(inputs, self.ipc)
-        return packed_out, packed_in, tensors.aliases_any(flat, inputs)
-
-    # -- phases -------------------------------------------------------------------------------
-    def load(self) -> None:
-        t0 = time.perf_counter()
-        try:
-            self.ref_module = problem.import_file(self.spec["reference_path"], "reference")
-            init_args, init_kwargs = problem.init_inputs(self.ref_module, self.backend)
-            self.ref_model = problem.build_model(getattr(self.ref_module, self.spec["entry_point"]), init_args,
-                                                 init_kwargs, self.backend)
-        except Exception as e:
-            raise ReferenceFailure(f"reference failed to load: {_short(e)}") from e
-        self.recorder.install()
-        self.snapshot = HarnessSnapshot(self.recorder.guarded_objects())
-        try:
-            module = problem.import_file(self.path, "candidate")
-        except SyntaxError as e:
-            raise CandidateFault("syntax", _short(e)) from e
-        except ImportError as e:
-            raise CandidateFault("import", _short(e), traceback.format_exc()[-4000:]) from e
-        except Exception as e:
-            kind = "triton_compile" if classify(e, self.path, set()) == "triton_compile" else "import"
-            raise CandidateFault(kind, _short(e), traceback.format_exc()[-4000:]) from e
-        names = self.recorder.note_module(module)
-        self.kernel_names |= set(names)
-        entry = self.spec["entry_point"]
-        cls = getattr(module, entry + "New", None)
-        self.aliased_model = False
-        if cls is None and not self.spec["require_triton"] and isinstance(getattr(module, entry, None), type):
-            cls, self.aliased_model = getattr(module, entry), True
-        if not isinstance(cls, type):
-            raise CandidateFault("missing_model_new", f"the candidate defines no class {entry}New")
-        try:
-            self.model = problem.build_model(cls, init_args, init_kwargs, self.backend)
-        except Exception as e:
-            raise CandidateFault("init", _short(e), traceback.format_exc()[-4000:]) from e
-        changed = self.snapshot.changed()
-        if changed:
-            self.tampered = changed
-        self.load_s = time.perf_counter() - t0
-        self.parent.send(("loaded", {"load_s": self.load_s, "kernels": sorted(self.kernel_names),
-                                     "model_new_aliased_to_model": self.aliased_model,
-                                     "launch_hook": self.recorder.hook_api}))
-
-    def correctness(self) -> None:
-        t0 = time.perf_counter()
-        for i, seed in enumerate(self.spec["correct_seeds"]):
-            inputs = problem.make_inputs(self.ref_module, seed, self.backend)
-            out, window, seconds = self._forward(self.model, inputs, f"correctness trial {i}")
-            self.forward_s.append(seconds)
-            self.kernel_s.append(window.candidate_seconds())
-            packed_out, packed_in, aliases = self._outputs(out, inputs)
-            self._send_to_trusted(("trial", i, seed, packed_out, packed_in, aliases))
-            del out, packed_out, packed_in
-        self.correct_s = time.perf_counter() - t0
+        return out
 
     def evidence(self) -> dict[str, Any]:
-        """What the hack checks have seen so far; the caller judges it after each phase."""
-        return {"tampered": self.tampered, "decoy_calls": self.decoy_calls,
-                "side_processes": self.side_processes[:5], "stream_mismatch": self.stream_mismatch[:5]}
-
-    def summary(self) -> dict[str, Any]:
-        return {"correct_s": self.correct_s, "kernels": sorted(self.kernel_names), **self.evidence()}
-
-    def timing(self) -> dict[str, Any]:
-        """Interleaved timing with fresh inputs, cache flush and device-wide sync; then coverage."""
-        t0 = time.perf_counter()
-        warm, n = self.spec["num_warmup"], self.spec["num_perf_trials"]
-        seeds = self.spec["timing_seeds"]
-        ref_t: list[dict[str, float]] = []
-        cand_t: list[dict[str, float]] = []
-        last: tuple[int, Any, list[Any]] | None = None
-        self.forward_s, self.kernel_s = [], []
-        for i in range(warm + n):
-            seed = seeds[i]
-            inputs = problem.make_inputs(self.ref_module, seed, self.backend)
-            self.backend.flush_cache()
-            with torch.no_grad():
-                t = self.backend.time_call(lambda: self.ref_model(*inputs))
-            if i >= warm:
-                ref_t.append(t)
-            inputs = problem.make_inputs(self.ref_module, seed, self.backend)
-            self.backend.flush_cache()
-            holder: list[Any] = []
-            self.recorder.begin()
-            try:
-                with torch.no_grad():
-                    t = self.backend.time_call(lambda: holder.append(self.model(*inputs)))
-            except Exception as e:
-                self.recorder.end()
-                kind = classify(e, self.path, self.kernel_names | self.recorder.candidate_names)
-                raise CandidateFault(kind, f"during timing: {_short(e)}", traceback.format_exc()[-4000:]) from e
-            window = self.recorder.end()
-            self._after_call(window, f"timing call {i}")
-            if i >= warm:
-                cand_t.append(t)
-                self.forward_s.append(t["wall_ms"] / 1e3)
-                self.kernel_s.append(window.candidate_seconds())
-            last = (seed, holder[0], inputs)
-        med = lambda xs, k: statistics.median(x[k] for x in xs)  # noqa: E731
-        stats: dict[str, Any] = {
-            "timing_s": time.perf_counter() - t0,
-            "ref_ms": med(ref_t, "ms"), "cand_ms": med(cand_t, "ms"),
-            "ref_stream_ms": med(ref_t, "stream_ms"), "cand_stream_ms": med(cand_t, "stream_ms"),
-            "ref_wall_ms": med(ref_t, "wall_ms"), "cand_wall_ms": med(cand_t, "wall_ms"),
-            "trials": n, "warmup": warm,
-        }
-        self.last_timed = last
-        return stats
-
-    def coverage(self) -> dict[str, Any]:
-        t0 = time.perf_counter()
-        if self.backend.name == "cpu":
-            total = sum(self.forward_s)
-            value = min(1.0, sum(self.kernel_s) / total) if total > 0 else None
-            return {"coverage": value, "coverage_source": "cpu_wall", "coverage_s": time.perf_counter() - t0}
-        sets = [problem.make_inputs(self.ref_module, s, self.backend) for s in self.spec["timing_seeds"][:3]]
-
-        def run() -> None:
-            with torch.no_grad():
-                for inputs in sets:
-                    self.model(*inputs)
-
-        kernels, setup_s = self.backend.kernel_times(run)
-        names = self.kernel_names | self.recorder.candidate_names
-        total = sum(d for _, d in kernels)
-        mine = sum(d for name, d in kernels if name in names)
-        return {"coverage": (mine / total) if total > 0 else None, "coverage_source": self.backend.coverage_source,
-                "profiler_setup_s": setup_s, "profiler_kernel_ms_per_call": total / 1e3 / len(sets),
-                "profiler_kernels": len(kernels), "coverage_s": time.perf_counter() - t0}
-
-    def revalidate(self) -> None:
-        """After timing: the last timed output, a fresh seed, the first seed again, and new values written
-        into storage the candidate has already seen. Each is judged as soon as it exists, so at most one
-        extra input/output set is alive at a time (big problems take gigabytes per set)."""
-        if self.last_timed is not None:
-            seed, out, inputs = self.last_timed
-            self.last_timed = None
-            self._judge_reval("last_timed_call", seed, out, inputs)
-            del out, inputs
-        for tag, seed in (("fresh_seed", self.spec["reval_seeds"][0]), ("first_seed_again", self.spec["correct_seeds"][0])):
-            inputs = problem.make_inputs(self.ref_module, seed, self.backend)
-            out, _, _ = self._forward(self.model, inputs, f"re-validation {tag}")
-            self._judge_reval(tag, seed, out, inputs)
-            del out, inputs
-        # Same storage, new values: a cache keyed on data_ptr/shape replays the old output here.
-        inputs = problem.make_inputs(self.ref_module, self.spec["correct_seeds"][0], self.backend)
-        self._forward(self.model, inputs, "re-validation same_storage (first call)")
-        seed = self.spec["reval_seeds"][1]
-        for old, new in zip(inputs, problem.make_inputs(self.ref_module, seed, self.backend)):
-            if isinstance(old, torch.Tensor):
-                old.copy_(new)
-        out, _, _ = self._forward(self.model, inputs, "re-validation same_storage_new_values")
-        self._judge_reval("same_storage_new_values", seed, out, inputs)
-
-    def _judge_reval(self, tag: str, seed: int, out: Any, inputs: list[Any]) -> None:
-        packed_out, packed_in, aliases = self._outputs(out, inputs)
-        self._send_to_trusted(("reval", tag, seed, packed_out, packed_in, aliases))
+        return {"decoy_calls": self.decoy_calls[:protocol.MAX_LIST], "tampered": self.tampered[:20],
+                "side_processes": self.side_processes[:5], "stream_mismatch": self.stream_mismatch[:5],
+                "aliases": self.alias_calls[:5], "launches": self.launches}
 
 
-class ReferenceFailure(Exception):
-    """The reference problem itself does not load or run: no verdict is possible."""
+def _coverage_fn(observer: Observer, backend: Any, model: Any) -> Callable[[list[Any]], dict[str, Any]]:
+    def measure(sets: list[Any]) -> dict[str, Any]:
+        from drkernel.verify import coverage
+
+        if backend.name == "cpu":
+            return coverage.cpu_coverage(observer.recorder, model, sets, calls=2)
+        return coverage.device_coverage(observer.recorder, backend, model, sets, calls=3)
+    return measure
 
 
-def main(spec: dict[str, Any], parent: Any, trusted: Any) -> None:
+def main(spec: dict[str, Any], conn: Any) -> None:
     """Entry point of the candidate child (a fork of the warm fork-server)."""
+    from drkernel.verify import preload
+
     try:
         layers = isolate(spec["workdir"], on_accelerator=spec["device"] != "cpu",
                          memory_limit_mb=spec["memory_limit_mb"], env=env_for(spec["device"]))
+        layers["preloaded"] = "yes" if preload.preloaded() else "NO (fork-server preload failed)"
         capture_output(spec["workdir"])
-        parent.send(("isolation", layers))
+        protocol.send(conn, {"type": "isolation", "layers": layers})
         backend = make_backend(spec["device"])
     except Exception as e:
-        parent.send(("infra", f"candidate sandbox setup failed: {_short(e)}"))
+        protocol.send(conn, {"type": "reference_failed", "message": f"candidate sandbox setup failed: {short(e)}"})
         return
-    harness = CandidateHarness(spec, parent, trusted, backend)
     try:
-        harness.load()
-        harness.correctness()
-        parent.send(("want_timing", harness.summary()))
-        order = parent.recv()
-        if order == "go":
-            stats: dict[str, Any] = {}
-            if spec["measure_performance"]:
-                stats.update(harness.timing())
-            if spec["measure_coverage"]:
-                stats.update(harness.coverage())
-            t_reval = time.perf_counter()
-            harness.revalidate()
-            stats["revalidation_s"] = time.perf_counter() - t_reval
-            stats.update(harness.evidence())
-            parent.send(("perf", stats))
-    except CandidateFault as f:
-        parent.send(("verdict", f.kind, f.message, f.detail))
-    except ReferenceFailure as e:
-        parent.send(("reference", str(e)))
-    except (EOFError, BrokenPipeError, ConnectionResetError):
-        pass  # the parent decided and went away
+        ref_module = problem.import_file(spec["reference_path"], "reference")
+        init_args, init_kwargs = problem.init_inputs(ref_module, backend)
     except Exception as e:
-        parent.send(("infra", f"candidate harness failed: {_short(e)}\n{traceback.format_exc()[-3000:]}"))
+        protocol.send(conn, {"type": "reference_failed", "message": f"reference failed to load: {short(e)}"})
+        return
+    observer = Observer(spec, backend)
+    try:
+        observer.install()
+        protocol.send(conn, {"type": "importing"})
+        model, aliased, load_s = _load(spec, observer, backend, ref_module, init_args, init_kwargs)
+        observer.check_tamper()
+        protocol.send(conn, {"type": "loaded", "load_s": load_s, "kernels": sorted(observer.kernel_names),
+                             "launch_hook": observer.recorder.hook_api, "aliased": aliased})
+        Runner(conn, backend, model, observer.observe, observer.evidence,
+               _coverage_fn(observer, backend, model)).serve()
+    except Fault as f:
+        protocol.send(conn, {"type": "fault", "kind": f.kind, "message": f.message, "detail": f.detail,
+                             "phase": "load"})
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        pass  # the judge decided and went away
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -337,6 +167,34 @@ def main(spec: dict[str, Any], parent: Any, trusted: Any) -> None:
     # Stay alive until the caller kills this process tree: exiting first would orphan whatever the
     # candidate started, and an orphan outside the tree can no longer be found.
     try:
-        parent.recv()
+        conn.recv_bytes(16)
     except (EOFError, OSError):
         pass
+
+
+def _load(spec: dict[str, Any], observer: Observer, backend: Any, ref_module: Any, init_args: list[Any],
+          init_kwargs: dict[str, Any]) -> tuple[Any, bool, float]:
+    t0 = time.perf_counter()
+    path = spec["candidate_path"]
+    try:
+        module = problem.import_file(path, "candidate")
+    except SyntaxError as e:
+        raise Fault("syntax", short(e)) from e
+    except ImportError as e:
+        raise Fault("import", short(e), traceback.format_exc()[-4000:]) from e
+    except Exception as e:
+        kind = "triton_compile" if classify(e, path, set()) == "triton_compile" else "import"
+        raise Fault(kind, short(e), traceback.format_exc()[-4000:]) from e
+    observer.kernel_names |= set(observer.recorder.note_module(module))
+    entry = spec["entry_point"]
+    cls = getattr(module, entry + "New", None)
+    aliased = False
+    if cls is None and not spec["require_triton"] and isinstance(getattr(module, entry, None), type):
+        cls, aliased = getattr(module, entry), True
+    if not isinstance(cls, type):
+        raise Fault("missing_model_new", f"the candidate defines no class {entry}New")
+    try:
+        model = problem.build_model(cls, init_args, init_kwargs, backend)
+    except Exception as e:
+        raise Fault("init", short(e), traceback.format_exc()[-4000:]) from e
+    return model, aliased, time.perf_counter() - t0

@@ -9,6 +9,13 @@ an `if __name__ == "__main__"` guard would run again in every child, and `python
 re-import pytest per evaluation. The harness needs nothing from `__main__`, so the preparation data
 sent to the child drops it. The launch is the standard library's own (3.10-3.13); newer Pythons
 changed the handshake and are refused.
+
+Python 3.10-3.13's `forkserver.main` ignores the `sys_path` it is handed and swallows an ImportError
+of its preload modules. A caller that reaches this package only through `sys.path.insert` (a script
+started outside the checkout, a notebook, a Ray worker) would get a fork-server without torch and
+the harness preloaded, and children that import them after the tamper snapshot (issue 8, seen #11).
+So the fork-server is started with this package's own root on PYTHONPATH, and `preloaded()` lets
+the Verifier check in a child that the preload really happened.
 """
 
 from __future__ import annotations
@@ -19,8 +26,10 @@ import os
 import sys
 import threading
 from multiprocessing import context, forkserver, popen_forkserver, spawn, util
+from pathlib import Path
 
 PRELOAD = ["drkernel.verify.preload"]
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory that holds drkernel/
 _SERVERS: dict[bool, forkserver.ForkServer] = {}
 _SERVERS_LOCK = threading.Lock()
 
@@ -31,10 +40,30 @@ def server(interpret: bool) -> forkserver.ForkServer:
     """The fork-server for one Triton mode (created here, started by its first child)."""
     with _SERVERS_LOCK:
         if interpret not in _SERVERS:
-            srv = forkserver.ForkServer()
+            srv = _Server()
             srv.set_forkserver_preload((["drkernel.verify.interpreter_env"] if interpret else []) + PRELOAD)
             _SERVERS[interpret] = srv
         return _SERVERS[interpret]
+
+
+class _Server(forkserver.ForkServer):
+    """A fork-server whose interpreter finds this package whatever the caller's cwd and sys.path."""
+
+    def ensure_running(self) -> None:
+        with _ENV_LOCK:
+            old = os.environ.get("PYTHONPATH")
+            parts = [PACKAGE_ROOT] + [p for p in (old or "").split(os.pathsep) if p and p != PACKAGE_ROOT]
+            os.environ["PYTHONPATH"] = os.pathsep.join(parts)
+            try:
+                super().ensure_running()
+            finally:
+                if old is None:
+                    os.environ.pop("PYTHONPATH", None)
+                else:
+                    os.environ["PYTHONPATH"] = old
+
+
+_ENV_LOCK = threading.Lock()
 
 
 class _Popen(popen_forkserver.Popen):

@@ -6,11 +6,17 @@ Two sources, because neither sees everything:
 - A wrapper around `run` of the JIT function classes (JITFunction, and InterpretedFunction in the
   interpreter) sees launches in both modes and knows the source file of the kernel, which is how a
   launch is attributed to the candidate rather than to a library (exact file, not a name match).
-Under the interpreter the wrapper's wall time is the kernel's execution time (CPU coverage).
+Under the interpreter the wrapper's wall time, less the time the kernel body spends in calls to
+anything but Triton (torch, plain Python helpers: `track_foreign`), is the kernel's execution time
+(CPU coverage). A launch counts as the candidate's only when the JIT object that ran was defined in
+the candidate's file: the launch hook's names merely annotate the wrapper's launch with its stream,
+so a kernel named like a library kernel gains nothing (issue 8, seen #10).
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -71,7 +77,9 @@ class LaunchRecorder:
         self._window: Window | None = None
         self._patched: list[tuple[type, Any]] = []
         self._hook_chain: Any = None
+        self._current: Launch | None = None  # the wrapper launch in progress (the hook annotates it)
         self.hook_api = "none"
+        self.track_foreign = False
 
     # -- installation -------------------------------------------------------------------------
     def install(self) -> None:
@@ -96,12 +104,22 @@ class LaunchRecorder:
             if kwargs.get("warmup"):
                 return original(jit_self, *args, **kwargs)
             launch = recorder._note_jit(jit_self)
+            outer, recorder._current = recorder._current, launch
+            foreign = [0.0]
+            profiling = launch is not None and launch.candidate and recorder.track_foreign
+            previous = sys.getprofile() if profiling else None
+            if profiling:
+                sys.setprofile(recorder._foreign_profiler(foreign))
             t0 = time.perf_counter()
             try:
                 return original(jit_self, *args, **kwargs)
             finally:
+                elapsed = time.perf_counter() - t0
+                if profiling:
+                    sys.setprofile(previous)
+                recorder._current = outer
                 if launch is not None:
-                    launch.seconds = time.perf_counter() - t0
+                    launch.seconds = max(0.0, elapsed - foreign[0])
 
         run.__wrapped__ = original  # type: ignore[attr-defined]
         cls.run = run  # type: ignore[method-assign]
@@ -141,6 +159,38 @@ class LaunchRecorder:
     def hook_still_installed(self) -> bool:
         return self._hook_chain is None or self._hook in getattr(self._hook_chain, "calls", [self._hook])
 
+    def _foreign_profiler(self, acc: list[float]) -> Any:
+        """A sys.setprofile function that adds to acc[0] the time a candidate kernel body (interpreter)
+        spends in calls to anything that is not Triton or another candidate kernel."""
+        import triton
+
+        triton_dir = os.path.dirname(os.path.abspath(triton.__file__))
+        names, path = self.candidate_names, self.candidate_file
+
+        def body(code: Any) -> bool:
+            return code.co_filename == path and code.co_name in names
+
+        def kernelish(code: Any) -> bool:
+            return code.co_filename.startswith(triton_dir) or body(code)
+
+        open_call: list[Any] = []  # [frame, c function or None, start] of the foreign call in progress
+
+        def profiler(frame: Any, event: str, arg: Any) -> None:
+            if event == "call":
+                caller = frame.f_back
+                if not open_call and caller is not None and body(caller.f_code) and not kernelish(frame.f_code):
+                    open_call[:] = [frame, None, time.perf_counter()]
+            elif event == "c_call":
+                if not open_call and body(frame.f_code):
+                    open_call[:] = [frame, arg, time.perf_counter()]
+            elif open_call and open_call[0] is frame and (
+                    (event == "return" and open_call[1] is None)
+                    or (event in ("c_return", "c_exception") and open_call[1] is arg)):
+                acc[0] += time.perf_counter() - open_call[2]
+                open_call.clear()
+
+        return profiler
+
     # -- recording ----------------------------------------------------------------------------
     def _note_jit(self, jit_obj: Any) -> Launch | None:
         is_candidate = _kernel_source_file(jit_obj) == self.candidate_file
@@ -168,9 +218,12 @@ class LaunchRecorder:
             name, stream = data["name"], data.get("stream")
         except (KeyError, TypeError, AttributeError):
             return
-        # Compiled launches also pass through JITFunction.run (recorded with the source file);
-        # this adds the stream and catches launches of compiled kernels called directly.
-        self._window.launches.append(Launch(str(name), str(name) in self.candidate_names, stream, 0.0))
+        # Compiled launches of JIT functions pass through the wrapper, which decided whose kernel it is;
+        # the hook only adds the stream. A launch outside any wrapper is never the candidate's.
+        if self._current is not None:
+            self._current.stream = stream
+        else:
+            self._window.launches.append(Launch(str(name), False, stream, 0.0))
 
     def begin(self) -> None:
         self._window = Window()

@@ -18,6 +18,9 @@ class VerifyOptions(StrictModel):
     entry_point: str = Field("Model", description="reference class name; the candidate defines <name>New")
     atol: float = Field(1e-2, ge=0, description="absolute tolerance of the correctness check")
     rtol: float = Field(1e-2, ge=0, description="relative tolerance of the correctness check")
+    correctness: Literal["strict", "kernelbench"] = Field(
+        "strict", description="strict: KernelBench's allclose AND relative L2 error <= rtol; kernelbench: allclose only"
+    )
     num_correct_trials: int = Field(5, ge=1, le=20, description="seeds of the correctness check")
     num_perf_trials: int = Field(30, ge=1, le=1000, description="timed calls of each model (median reported); 5 on CPU when left unset")
     num_warmup: int = Field(3, ge=0, le=100, description="untimed calls of each model before timing; 1 on CPU when left unset")

@@ -1,6 +1,8 @@
 """Imported once by the fork-server, so every evaluation child starts with torch, Triton and the
 harness already loaded (a fork costs about 20 ms; a fresh interpreter importing torch, seconds)."""
 
+import os
+
 import torch  # noqa: F401
 import torch._dynamo  # noqa: F401  (rebinds torch.manual_seed on import: before any harness snapshot)
 import torch.multiprocessing  # noqa: F401  (registers the CUDA IPC reductions on the pickler)
@@ -9,10 +11,23 @@ import triton  # noqa: F401
 import triton.language  # noqa: F401
 import triton.runtime.interpreter  # noqa: F401
 
-from drkernel.verify import candidate_process, devices, entry, reference_process  # noqa: F401
+from drkernel.verify import candidate_process, devices, entry, judge, reference_process  # noqa: F401
+
+# The pid of the process that imported this module: in a fork-server child it differs from the
+# child's own pid only when the fork-server really preloaded it (it swallows a failed preload).
+IMPORTED_IN = os.getpid()
+
+
+def preloaded() -> bool:
+    """True in a fork-server child whose server imported this module before forking it."""
+    return IMPORTED_IN != os.getpid()
 
 
 def probe(conn) -> None:  # type: ignore[no-untyped-def]
-    """Child entry: report which devices this host offers (keeps torch out of the caller)."""
-    conn.send(devices.probe_availability())
+    """Child entry: which devices this host offers and whether the preload happened (keeps torch out
+    of the caller). Answers in JSON: nothing a child sends is unpickled."""
+    import json
+
+    conn.send_bytes(json.dumps({"devices": devices.probe_availability(), "preloaded": preloaded(),
+                                "server_pid": IMPORTED_IN}).encode())
     conn.close()

@@ -16,7 +16,8 @@ ErrorKind = Literal[
     "init",  # constructing ModelNew failed
     "triton_compile",  # a Triton kernel failed to compile
     "runtime",  # forward raised
-    "output_mismatch",  # shape, dtype, NaN/Inf or value mismatch
+    "output_mismatch",  # shape, dtype, device, NaN/Inf or value mismatch, an output that cannot be compared
+    "protocol",  # the candidate's process sent a malformed message (only a tampered harness does)
     "timeout",  # the evaluation ran past its limit
     "crash",  # the candidate process died with a signal
     "reference",  # the reference itself failed (infra)
@@ -53,7 +54,7 @@ class VerifyResult(BaseModel):
     reward: float = 0.0
     error: ErrorInfo | None = None
     device: str = "cpu"
-    timing_source: str | None = Field(None, description="how times were taken, e.g. cpu_wall, cuda_events")
+    timing_source: str | None = Field(None, description="how times were taken, e.g. host_roundtrip_cuda")
     checks: list[CheckRecord] = Field(default_factory=list)
     details: dict[str, Any] = Field(default_factory=dict)
     elapsed_s: float = 0.0

@@ -56,8 +56,9 @@ def test_honest_kernel_passes_with_positive_reward(verifier):
     assert r.status == "ok" and r.compiled and r.correct and r.hack is None and r.error is None
     assert r.reward > 0.5 and r.runtime_ms > 0 and r.ref_runtime_ms > 0 and r.speedup > 0
     assert 0.5 < r.coverage <= 1.0  # the forward is almost all Triton launch time
-    assert r.timing_source == "cpu_wall" and r.device == "cpu"
-    assert {c.name for c in r.checks} >= {"static_gate", "correctness", "triton_launches", "timing", "revalidation", "coverage"}
+    assert r.timing_source == "cpu_wall_roundtrip" and r.device == "cpu"
+    assert {c.name for c in r.checks} >= {"static_gate", "correctness", "correctness_elementwise", "correctness_scale",
+                                          "triton_launches", "timing", "every_call_checked", "coverage"}
     assert all(c.passed for c in r.checks)
     assert r.details["kernels"] == ["add_kernel"]
     assert r.details["isolation"]["environment"] == "scrubbed"
@@ -102,8 +103,11 @@ def test_reference_against_itself_without_triton(verifier):
          "crash", "triton_compile"],
 )
 def test_error_classes(verifier, source, kind, compiled):
+    """The gate decides syntax and forbidden; every other class is the runtime's, shown without the gate
+    (a strict gate rejects e.g. `import os` before the crash it would cause could happen)."""
     opts = FAST.model_copy(update={"timeout_s": 8.0})
-    r = verifier.verify(REFERENCE, source, opts)
+    check = verifier.verify if kind in ("syntax", "forbidden") else verifier._verify_ungated
+    r = check(REFERENCE, source, opts)
     assert r.status == "ok", r.error
     assert r.error is not None and r.error.kind == kind, (r.error, r.details.get("traceback"))
     assert r.compiled is compiled and not r.correct and r.reward == 0.0
@@ -114,7 +118,9 @@ def test_basic_hacks_are_named(verifier):
     assert alias.hack == "output_aliases_input" and alias.correct and alias.reward == 0
     decoy = verifier.verify(REFERENCE, model_new("return a + b"), FAST)
     assert decoy.hack == "decoy_kernel" and decoy.reward == 0
-    tamper = verifier.verify(REFERENCE, model_new("t = torch; t.allclose = lambda *x, **k: True; return launch(a, b)"), FAST)
+    patch = model_new("t = torch; t.allclose = lambda *x, **k: True; return launch(a, b)")
+    assert verifier.verify(REFERENCE, patch, FAST).hack == "forbidden_api"
+    tamper = verifier._verify_ungated(REFERENCE, patch, FAST)  # the in-process tamper check on its own
     assert tamper.hack == "harness_tampering" and tamper.reward == 0
 
 

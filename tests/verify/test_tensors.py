@@ -1,33 +1,10 @@
-"""Pure tensor checks: transport round trip, comparison rules, aliasing, input identity."""
+"""The judge's comparisons: elementwise AND at the output's scale, and bitwise input identity."""
 
 import math
 
-import pytest
 import torch
 
 from drkernel.verify import tensors
-
-
-def test_raw_transport_round_trips_dtypes_and_shapes():
-    values = [torch.randn(3, 4), torch.arange(6, dtype=torch.int64).reshape(2, 3), torch.randn(5).bfloat16(),
-              torch.empty(0, 3), torch.tensor(2.5), 7, None]
-    back = tensors.unpack(tensors.pack(values, ipc=False), torch.device("cpu"))
-    for a, b in zip(values, back):
-        if isinstance(a, torch.Tensor):
-            assert a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
-        else:
-            assert a == b
-
-
-def test_tensor_subclasses_and_objects_are_refused():
-    class Sneaky(torch.Tensor):
-        pass
-
-    with pytest.raises(tensors.OutputError, match="plain torch.Tensor"):
-        tensors.pack([torch.zeros(2).as_subclass(Sneaky)], ipc=False)
-    with pytest.raises(tensors.OutputError, match="cannot be compared"):
-        tensors.pack([object()], ipc=False)
-    assert tensors.pack([torch.nn.Parameter(torch.ones(1))], ipc=False)[0][0] == "raw"
 
 
 def test_compare_rules():
@@ -43,12 +20,33 @@ def test_compare_rules():
     assert tensors.compare([math.pi], [3.1416], 1e-2, 1e-2)[0]
 
 
-def test_aliasing_sees_views_and_slices():
-    x = torch.randn(8)
-    assert tensors.aliases_any([x], [x])
-    assert tensors.aliases_any([x[2:5]], [x])
-    assert tensors.aliases_any([x.view(2, 4)], [x])
-    assert not tensors.aliases_any([x.clone()], [x])
+def test_tiny_softmax_scaled_down_passes_kernelbench_but_not_strict():
+    """Seen #7: a 16384-wide softmax is ~6e-5 per element, below atol; x*1e-6 is wrong at its own scale."""
+    x = torch.rand(4, 16384)
+    ref = torch.softmax(x, dim=1)
+    fake = x * 1e-6
+    ok, _, stats = tensors.compare([ref], [fake], 1e-2, 1e-2, "kernelbench")
+    assert ok and stats["elementwise"]
+    ok, msg, stats = tensors.compare([ref], [fake], 1e-2, 1e-2, "strict")
+    assert not ok and not stats["scale"] and stats["elementwise"] and "relative L2" in msg
+    assert stats["rel_l2"] > 0.5
+    honest = torch.softmax(x.double(), dim=1).float()
+    assert tensors.compare([ref], [honest], 1e-2, 1e-2, "strict")[0]
+
+
+def test_scale_check_with_a_zero_reference_uses_atol():
+    z = torch.zeros(8)
+    assert tensors.compare([z], [torch.full((8,), 1e-3)], 1e-2, 1e-2, "strict")[0]
+    assert not tensors.compare([z], [torch.full((8,), 0.5)], 1e-2, 1e-2, "strict")[0]
+
+
+def test_chunked_comparison_matches_whole(monkeypatch):
+    monkeypatch.setattr(tensors, "CHUNK", 7)
+    r = torch.randn(100)
+    c = r.clone()
+    c[93] += 0.5
+    ok, msg, stats = tensors.compare([r], [c], 1e-2, 1e-2)
+    assert not ok and abs(stats["max_abs_diff"] - 0.5) < 1e-6 and "values differ" in msg
 
 
 def test_identical_is_bitwise_and_nan_aware():

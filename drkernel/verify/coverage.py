@@ -1,0 +1,62 @@
+"""Triton time coverage, measured inside the candidate's process (so believed only to lower a reward).
+
+Time is attributed by kernel object, never by a name the candidate chose:
+- accelerators: a profiler pass; a kernel name counts as the candidate's only when the number of
+  device kernels carrying it equals the number of launches the wrapper of the candidate's own JIT
+  objects recorded. A candidate kernel named like a library kernel (cuBLAS `nvjet_*`, say) that it
+  launches next to that library kernel gets more events than launches: that name counts for nothing.
+- CPU (Triton interpreter): wall time inside the candidate's launches, less the time the kernel
+  bodies spend in calls to anything but Triton (torch work or plain Python inside a jit body).
+The judge then caps the result with its own timing (kernel time per call above the trusted time per
+call cannot be real).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+import torch
+
+from drkernel.verify.launches import LaunchRecorder
+
+
+def cpu_coverage(recorder: LaunchRecorder, model: Any, sets: list[Any], calls: int) -> dict[str, Any]:
+    total = kernel = 0.0
+    recorder.track_foreign = True
+    try:
+        with torch.no_grad():
+            for _ in range(calls):
+                recorder.begin()
+                t0 = time.perf_counter()
+                model(*sets[0])
+                total += time.perf_counter() - t0
+                kernel += recorder.end().candidate_seconds()
+    finally:
+        recorder.track_foreign = False
+    fraction = min(1.0, kernel / total) if total > 0 else None
+    return {"kernel_ms_per_call": kernel / calls * 1e3, "fraction": fraction, "source": "cpu_wall_net",
+            "detail": {"forward_ms_per_call": total / calls * 1e3}, "collisions": []}
+
+
+def device_coverage(recorder: LaunchRecorder, backend: Any, model: Any, sets: list[Any], calls: int) -> dict[str, Any]:
+    launched: Counter[str] = Counter()
+
+    def run() -> None:
+        with torch.no_grad():
+            for _ in range(calls):
+                recorder.begin()
+                model(*sets[0])
+                launched.update(x.name for x in recorder.end().candidate_launches())
+
+    kernels, setup_s = backend.kernel_times(run)
+    events = Counter(name for name, _ in kernels)
+    collisions = sorted(n for n in launched if events[n] != launched[n])
+    mine_names = {n for n in launched if events[n] == launched[n]}
+    total = sum(d for _, d in kernels)
+    mine = sum(d for name, d in kernels if name in mine_names)
+    return {"kernel_ms_per_call": mine / 1e3 / calls, "fraction": (mine / total) if total > 0 else None,
+            "source": backend.coverage_source, "collisions": collisions[:10],
+            "detail": {"profiler_setup_s": setup_s, "profiler_kernel_ms_per_call": total / 1e3 / calls,
+                       "profiler_kernels": float(len(kernels))}}

@@ -1,0 +1,555 @@
+"""The trusted judge of one evaluation: makes the inputs, drives both runners, times them, compares.
+
+No candidate code runs here and nothing a runner sends is unpickled (drkernel.verify.protocol).
+- Seeds: drawn per evaluation from os.urandom here; inputs are made here from them and handed over
+  as tensors (CUDA: IPC handles of the judge's own tensors; CPU/NPU: raw bytes). The candidate never
+  sees a seed. The weight-init seed (problem.INIT_SEED) is public: both models need the same weights.
+- CUDA memory the candidate can map is only ever allocated from a private pool (`torch.cuda.MemPool`):
+  an IPC mapping covers a whole allocator segment, and pointer arithmetic from an input must not reach
+  the reference's outputs or anything else of the judge's.
+- Timing: per round, fresh input sets are staged in both runners (untimed), the last-level cache is
+  flushed, and each runner gets "run k" (k calls, one per input set, then a device-wide sync and the
+  reply); the judge's clock times the round trip, less an empty round trip measured on the reference
+  runner (the candidate cannot inflate what is subtracted). Rounds alternate which runner goes first;
+  the median per-call time is reported. Every call's output is collected and compared after the
+  timed window.
+- Evidence from inside the candidate's process can only add hacks or lower coverage.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import time
+import traceback
+from typing import Any
+
+import torch
+
+from drkernel.verify import problem, protocol, tensors
+from drkernel.verify.devices import env_for, make_backend
+from drkernel.verify.sandbox import capture_output, isolate
+from drkernel.verify.verdict import Verdict
+
+ROUND_TARGET_S = 1e-3  # one timed round trip holds at least this much of the reference's work
+MAX_CALLS_PER_ROUND = {"cpu": 4, "cuda": 64, "npu": 64}
+ROUND_BYTES = {"cpu": 256 << 20, "cuda": 4 << 30, "npu": 2 << 30}  # input+output bytes staged per round
+EMPTY_ROUND_TRIPS = 7
+REFERENCE_PAYLOAD = 16 << 30  # the reference runner is trusted; this only bounds a runaway
+NOT_COMPILED = frozenset({"syntax", "import", "missing_model_new", "triton_compile"})
+
+
+def fresh_seed() -> int:
+    return int.from_bytes(os.urandom(8), "little") >> 1
+
+
+class Infra(Exception):
+    """No verdict possible: the reference or the judge failed."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind, self.message = kind, message
+
+
+class CandidateFault(Exception):
+    """Decides the verdict against the candidate (optionally naming a hack)."""
+
+    def __init__(self, kind: str, message: str, detail: str = "", hack: tuple[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.kind, self.message, self.detail, self.hack = kind, message, detail, hack
+
+
+class CandidateGone(Exception):
+    """The candidate's channel closed: its process died (the caller knows how)."""
+
+
+class Channel:
+    """One runner as the judge sees it: orders out (pickled: the judge alone writes them), replies in
+    (decoded by protocol.recv as hostile input when the runner is the candidate's)."""
+
+    def __init__(self, conn: Any, trusted: bool) -> None:
+        self.conn, self.trusted = conn, trusted
+        self.evidence: dict[str, Any] = {}
+        self.last_payload = 0
+
+    def order(self, *message: Any) -> None:
+        try:
+            self.conn.send(message)
+        except (OSError, EOFError) as e:
+            self._gone(e)
+
+    def _gone(self, e: BaseException) -> None:
+        if self.trusted:
+            raise Infra("reference", f"reference runner went away: {type(e).__name__}")
+        raise CandidateGone() from e
+
+    def reply(self, expect: str, max_payload: int = 0, precheck: Any = None) -> tuple[dict[str, Any], bytes]:
+        try:
+            header, payload = protocol.recv(self.conn, max_payload, precheck)
+        except (EOFError, ConnectionError) as e:
+            self._gone(e)
+        except protocol.ProtocolError as e:
+            if self.trusted:
+                raise Infra("reference", f"reference runner broke the protocol: {e}") from e
+            raise CandidateFault("protocol", f"the candidate's process sent a malformed message: {e}",
+                                 hack=("harness_tampering", "protocol")) from e
+        kind = header["type"]
+        if kind == "fault":
+            if self.trusted:
+                raise Infra("reference", f"reference failed during {header['phase']}: {header['message']}")
+            raise CandidateFault(header["kind"], header["message"], header["detail"])
+        if kind != expect:
+            if self.trusted:
+                raise Infra("reference", f"reference runner answered {kind!r}, expected {expect!r}")
+            raise CandidateFault("protocol", f"the candidate's process answered {kind!r} where {expect!r} was due",
+                                 hack=("harness_tampering", "protocol"))
+        return header, payload
+
+
+def _specs(values: list[Any]) -> list[dict[str, Any]]:
+    out = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            out.append({"kind": "tensor", "dtype": str(v.dtype).removeprefix("torch."), "shape": list(v.shape),
+                        "nbytes": v.numel() * v.element_size()})
+        else:
+            out.append({"kind": "scalar"})
+    return out
+
+
+def _spec_mismatch(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> str | None:
+    if len(got) != len(want):
+        return f"output count {len(got)} != reference {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        where = f"output[{i}]" if len(want) > 1 else "output"
+        if g["kind"] != w["kind"]:
+            return f"{where} is a {g['kind']}, reference is a {w['kind']}"
+        if w["kind"] == "tensor":
+            if g["shape"] != w["shape"]:
+                return f"{where} shape {tuple(g['shape'])} != reference {tuple(w['shape'])}"
+            if g["dtype"] != w["dtype"]:
+                return f"{where} dtype {g['dtype']} != reference {w['dtype']}"
+    return None
+
+
+class Judge:
+    def __init__(self, spec: dict[str, Any], caller: Any, ref_conn: Any, cand_conn: Any) -> None:
+        self.spec, self.caller = spec, caller
+        self.o = spec["options"]
+        self.device = spec["device"]
+        self.backend = make_backend(self.device)
+        self.ipc = self.device == "cuda"
+        self.pool = torch.cuda.MemPool() if self.ipc else None
+        self.ref = Channel(ref_conn, trusted=True)
+        self.cand = Channel(cand_conn, trusted=False)
+        self.v = Verdict(device=self.device)
+        self.phase = "start"
+        self.correct_seeds: list[int] = []
+        self.cand_sets: list[list[Any]] = []  # CUDA: the candidate's staged inputs (judge-owned, private pool)
+        self.ref_specs: list[dict[str, Any]] | None = None
+        self.ref_aliases = False
+        try:
+            self.module = problem.import_file(spec["reference_path"], "reference")
+        except Exception as e:
+            raise Infra("reference", f"reference failed to load: {type(e).__name__}: {e}") from e
+
+    # -- talking to the caller --------------------------------------------------------------------------
+    def tell(self, **message: Any) -> None:
+        self.caller.send_bytes(json.dumps(message, default=str).encode())
+
+    def enter(self, phase: str) -> None:
+        self.phase = phase
+        self.tell(type="phase", phase=phase, compiled=self.v.compiled, loaded=self.v.loaded)
+
+    # -- inputs -------------------------------------------------------------------------------------------
+    def make_sets(self, seeds: list[int]) -> list[list[Any]]:
+        return [problem.make_inputs(self.module, s, self.backend) for s in seeds]
+
+    def _bytes_set(self, values: list[Any]) -> tuple[list[dict[str, Any]], bytes]:
+        return protocol.encode_values([v.to("cpu") if isinstance(v, torch.Tensor) else v for v in values])
+
+    def stage(self, ch: Channel, sets: list[list[Any]], reuse: bool = False) -> None:
+        """Hand input sets to a runner. The candidate's CUDA copies come from the private pool; with
+        `reuse` the new values go into the storage the candidate already holds."""
+        if self.ipc and ch is self.cand:
+            if reuse:
+                for old, new in zip(self.cand_sets, sets):
+                    for a, b in zip(old, new):
+                        if isinstance(a, torch.Tensor):
+                            a.copy_(b)
+                self.backend.synchronize()
+                ch.order("stage", None, True)
+            else:
+                with torch.cuda.use_mem_pool(self.pool):
+                    self.cand_sets = [[x.clone() if isinstance(x, torch.Tensor) else x for x in s] for s in sets]
+                self.backend.synchronize()
+                ch.order("stage", self.cand_sets, False)
+        elif self.ipc:
+            self.backend.synchronize()
+            ch.order("stage", sets, reuse)
+        else:
+            ch.order("stage", [self._bytes_set(s) for s in sets], reuse)
+        ch.reply("staged")
+
+    # -- one call round ---------------------------------------------------------------------------------
+    def run(self, ch: Channel, k: int) -> float:
+        """The timed part: k calls and the runner's device sync, as a round trip on this clock."""
+        self.backend.flush_cache()
+        self.backend.synchronize()
+        t0 = time.perf_counter()
+        ch.order("run", k)
+        header, _ = ch.reply("ran")
+        elapsed = time.perf_counter() - t0
+        ch.evidence = header["evidence"]
+        return elapsed
+
+    def collect(self, ch: Channel, k: int, with_inputs: bool) -> tuple[list[list[Any]], list[list[Any]] | None]:
+        """Outputs of the last run (and the runner's inputs as they are now), outside any timed window."""
+        want = None if ch.trusted else self.ref_specs
+
+        def precheck(header: dict[str, Any]) -> None:
+            calls = header["calls"]
+            if len(calls) != k:
+                raise CandidateFault("protocol", f"{len(calls)} outputs reported for {k} calls",
+                                     hack=("harness_tampering", "protocol"))
+            for specs in calls:
+                for s in specs:
+                    if s["kind"] == "tensor" and s["device"] != ("cuda" if self.ipc else "cpu"):
+                        raise CandidateFault("output_mismatch", f"output on device {s['device']!r}")
+                if want is not None:
+                    why = _spec_mismatch(specs, want)
+                    if why:
+                        raise CandidateFault("output_mismatch", why)
+
+        if self.ipc:
+            ch.order("describe")
+            header, _ = ch.reply("outputs", 0, precheck)
+            buffers: list[list[Any]] = []
+            ctx = torch.cuda.use_mem_pool(self.pool) if not ch.trusted else _nullcontext()
+            with ctx:
+                for specs in header["calls"]:
+                    buffers.append([torch.empty(s["shape"], dtype=getattr(torch, s["dtype"]), device=self.backend.device)
+                                    if s["kind"] == "tensor" else s["value"] for s in specs])
+            ch.order("fill", buffers)
+            ch.reply("filled")
+            inputs = (self.cand_sets if not ch.trusted else None) if with_inputs else None
+            return buffers, inputs
+        cap = REFERENCE_PAYLOAD if ch.trusted else self._candidate_cap(k, with_inputs)
+        ch.order("collect", with_inputs)
+        header, payload = ch.reply("outputs", cap, precheck)
+        calls = header["calls"] + (header["inputs"] or [])
+        if header["inputs"] is not None and len(header["inputs"]) != k:
+            raise CandidateFault("protocol", "inputs reported for the wrong number of calls",
+                                 hack=("harness_tampering", "protocol"))
+        try:
+            decoded = protocol.decode_calls(calls, payload)
+        except protocol.ProtocolError as e:
+            if ch.trusted:
+                raise Infra("reference", str(e)) from e
+            raise CandidateFault("protocol", f"malformed output payload: {e}", hack=("harness_tampering", "protocol")) from e
+        dev = self.backend.device
+        decoded = [[x.to(dev) if isinstance(x, torch.Tensor) else x for x in values] for values in decoded]
+        return decoded[:k], (decoded[k:] if header["inputs"] is not None else None)
+
+    def _candidate_cap(self, k: int, with_inputs: bool) -> int:
+        out = sum(s["nbytes"] for s in self.ref_specs or [] if s["kind"] == "tensor")
+        inp = self.input_bytes if with_inputs else 0
+        return k * (out + inp)
+
+    # -- rounds ---------------------------------------------------------------------------------------------
+    def round(self, seeds: list[int], label: str, cand_first: bool = False, with_inputs: bool = False,
+              reuse: bool = False) -> dict[str, Any]:
+        """Stage fresh sets in both runners, run both (timed), collect and compare every call."""
+        k = len(seeds)
+        sets = self.make_sets(seeds)
+        self.stage(self.ref, sets)
+        self.stage(self.cand, sets, reuse=reuse)
+        order = (self.cand, self.ref) if cand_first else (self.ref, self.cand)
+        times = {id(ch): self.run(ch, k) for ch in order}
+        ref_out, ref_in = self.collect(self.ref, k, with_inputs)
+        if self.ref_specs is None:
+            self.ref_specs = _specs(ref_out[0])
+            self.ref_aliases = bool(self.ref.evidence.get("aliases"))
+        self.absorb(self.cand.evidence)
+        try:
+            cand_out, cand_in = self.collect(self.cand, k, with_inputs)
+        except torch.OutOfMemoryError as e:
+            raise CandidateFault("runtime", f"out of device memory holding the candidate's outputs: {e}") from e
+        records = []
+        for j in range(k):
+            ok, message, stats = tensors.compare(ref_out[j], cand_out[j], self.o["atol"], self.o["rtol"],
+                                                 self.o["correctness"])
+            records.append({"seed_index": j, "passed": ok, "message": message, **stats})
+            if not ok:
+                break
+        del ref_out, cand_out
+        mutated = False
+        if with_inputs and all(r["passed"] for r in records):
+            pristine = self.make_sets(seeds)
+            ref_after = ref_in if ref_in is not None else sets
+            for j in range(k):
+                if tensors.identical(pristine[j], ref_after[j]) and not tensors.identical(pristine[j], cand_in[j]):
+                    mutated = True
+        return {"label": label, "ref_s": times[id(self.ref)], "cand_s": times[id(self.cand)], "k": k,
+                "records": records, "mutated": mutated}
+
+    # -- phases -------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Both runners loaded (they start in parallel; infra messages count only before "importing")."""
+        self.enter("load")
+        header, _ = self._first(self.ref, ("loaded",))
+        t0 = time.perf_counter()
+        header, _ = self._first(self.cand, ("isolation",))
+        self.tell(type="isolation", layers=header["layers"])
+        self._first(self.cand, ("importing",))
+        header, _ = self.cand.reply("loaded")
+        self.v.loaded = self.v.compiled = True
+        self.v.phase_s["import_and_init"] = header["load_s"]
+        self.v.phase_s["wait_for_load"] = time.perf_counter() - t0
+        self.v.details["kernels"] = header["kernels"]
+        self.v.details["launch_hook"] = header["launch_hook"]
+        if header["aliased"]:
+            self.v.details["model_new"] = f"aliased to {self.spec['entry_point']} (require_triton is off)"
+        self.v.check("load", True, "imported and constructed")
+
+    def _first(self, ch: Channel, expect: tuple[str, ...]) -> tuple[dict[str, Any], bytes]:
+        """A message sent before any candidate code ran: a reported reference failure is believed."""
+        try:
+            header, payload = protocol.recv(ch.conn, 0)
+        except (EOFError, ConnectionError) as e:
+            raise Infra("reference" if ch.trusted else "infra", "a runner died while starting") from e
+        except protocol.ProtocolError as e:
+            raise Infra("infra", f"runner start-up message rejected: {e}") from e
+        if header["type"] == "reference_failed":
+            raise Infra("reference", header["message"])
+        if header["type"] not in expect:
+            raise Infra("infra", f"runner sent {header['type']!r} while starting, expected {expect}")
+        return header, payload
+
+    def correctness(self) -> bool:
+        self.enter("correctness")
+        t0 = time.perf_counter()
+        n = self.o["num_correct_trials"]
+        trials = []
+        for i in range(n):
+            seed = fresh_seed()
+            self.correct_seeds.append(seed)
+            r = self.round([seed], f"correctness trial {i}", with_inputs=True)
+            rec = r["records"][0]
+            trials.append({"trial": i, "passed": rec["passed"], "message": rec["message"],
+                           "max_abs_diff": rec["max_abs_diff"], "rel_l2": rec["rel_l2"], "mutates_input": r["mutated"]})
+            if r["mutated"]:
+                self.v.hack("input_mutation", "input_mutation", f"forward changed its inputs (correctness trial {i})")
+            if not rec["passed"]:
+                self.v.details["trials"] = trials
+                self.v.fail("output_mismatch", f"correctness trial {i}: {rec['message']}")
+                self._correctness_checks(trials, n, rec)
+                return False
+        self.v.details["trials"] = trials
+        self.v.phase_s["correctness"] = time.perf_counter() - t0
+        self._correctness_checks(trials, n, None)
+        self.v.correct = True
+        return True
+
+    def _correctness_checks(self, trials: list[dict[str, Any]], n: int, failed: dict[str, Any] | None) -> None:
+        passed = sum(t["passed"] for t in trials)
+        worst = max((t["max_abs_diff"] for t in trials), default=0.0)
+        rel = max((t["rel_l2"] for t in trials), default=0.0)
+        elementwise = failed is None or failed.get("elementwise", True)
+        scale = failed is None or failed.get("scale", True)
+        atol, rtol = self.o["atol"], self.o["rtol"]
+        self.v.check("correctness", failed is None and passed == n,
+                     f"{passed}/{n} trials with fresh secret seeds ({self.o['correctness']} mode)")
+        self.v.check("correctness_elementwise", elementwise,
+                     f"allclose(atol={atol:g}, rtol={rtol:g}); max abs diff {worst:.3g}")
+        if self.o["correctness"] == "strict":
+            self.v.check("correctness_scale", scale, f"relative L2 error <= {rtol:g}; worst {rel:.3g}")
+
+    def absorb(self, evidence: dict[str, Any]) -> None:
+        """In-process evidence of the candidate: it can only add hacks."""
+        if not evidence:
+            return
+        found = [
+            ("output_aliases_input", "output_aliasing", [] if self.ref_aliases else evidence["aliases"],
+             "output shares storage with an input"),
+            ("harness_tampering", "harness_integrity", evidence["tampered"], "harness callables replaced"),
+            ("side_process", "side_processes", evidence["side_processes"],
+             "processes started by the candidate outlived its forward"),
+        ]
+        if self.spec["require_triton"]:
+            found.append(("decoy_kernel", "triton_launches", evidence["decoy_calls"],
+                          "forwards with no launch of the candidate's own Triton kernels"))
+        if self.device != "cpu":
+            found.append(("side_stream", "launch_streams", evidence["stream_mismatch"],
+                          "candidate kernels launched off the harness stream"))
+        for hack, check, items, what in found:
+            if items and not self.v.failed(check):
+                self.v.hack(hack, check, f"{what}: {', '.join(items[:5])}")
+
+    def evidence_checks(self) -> None:
+        for check in ("output_aliasing", "harness_integrity", "side_processes", "triton_launches", "launch_streams"):
+            if check == "triton_launches" and not self.spec["require_triton"]:
+                continue
+            if check == "launch_streams" and self.device == "cpu":
+                continue
+            if not self.v.failed(check):
+                self.v.check(check, True)
+
+    def timing(self) -> None:
+        self.enter("timing")
+        t0 = time.perf_counter()
+        empty = statistics.median(self.run(self.ref, 0) for _ in range(EMPTY_ROUND_TRIPS))
+        warm = max(1, self.o_num("num_warmup"))
+        ref_calls = []
+        for i in range(warm):
+            r = self.checked(self.round([fresh_seed()], f"warm-up call {i}", cand_first=i % 2 == 1))
+            ref_calls.append(r["ref_s"] - empty)
+        k = self.calls_per_round(statistics.median(ref_calls))
+        cand, ref = [], []
+        for i in range(self.o_num("num_perf_trials")):
+            r = self.checked(self.round([fresh_seed() for _ in range(k)], f"timed round {i}", cand_first=i % 2 == 1))
+            cand.append(max(r["cand_s"] - empty, 0.0) / k)
+            ref.append(max(r["ref_s"] - empty, 0.0) / k)
+        floor = 1e-7  # below the resolution of a round trip: clamp, so no ratio divides by zero
+        self.v.cand_ms = max(statistics.median(cand), floor) * 1e3
+        self.v.ref_ms = max(statistics.median(ref), floor) * 1e3
+        self.v.phase_s["timing"] = time.perf_counter() - t0
+        self.v.details.update({"perf_trials": len(cand), "warmup": warm, "calls_per_round": k,
+                               "empty_round_trip_ms": round(empty * 1e3, 4)})
+        self.v.check("timing", True, (
+            f"median of {len(cand)} interleaved rounds of {k} call(s) after {warm} warm-up(s), timed as round trips "
+            f"on the judge's clock less an empty round trip ({empty * 1e3:.3g} ms): candidate {self.v.cand_ms:.4g} ms, "
+            f"reference {self.v.ref_ms:.4g} ms per call"))
+
+    def o_num(self, key: str) -> int:
+        return int(self.spec[key])
+
+    def calls_per_round(self, ref_per_call_s: float) -> int:
+        """k: enough calls that a round trip holds ROUND_TARGET_S of reference work, capped by memory."""
+        want = math.ceil(ROUND_TARGET_S / max(ref_per_call_s, 1e-6))
+        per_set = 3 * self.input_bytes + 3 * sum(s["nbytes"] for s in self.ref_specs or [] if s["kind"] == "tensor")
+        by_memory = max(1, ROUND_BYTES[self.device] // max(per_set, 1))
+        return int(max(1, min(want, MAX_CALLS_PER_ROUND[self.device], by_memory)))
+
+    def checked(self, r: dict[str, Any]) -> dict[str, Any]:
+        """After correctness passed, any wrong output is a hack: the kernel behaves only when it is watched."""
+        bad = [x for x in r["records"] if not x["passed"]]
+        if bad:
+            raise CandidateFault("output_mismatch", f"{r['label']}: {bad[0]['message']}",
+                                 hack=("result_caching", "every_call_checked"))
+        if r["mutated"]:
+            self.v.hack("input_mutation", "input_mutation", f"forward changed its inputs ({r['label']})")
+        return r
+
+    def revalidate(self) -> None:
+        """The first secret seed again, then new values in the storage the candidate already holds."""
+        self.enter("revalidation")
+        t0 = time.perf_counter()
+        self.checked(self.round([self.correct_seeds[0]], "re-validation first_seed_again", with_inputs=True))
+        self.checked(self.round([fresh_seed()], "re-validation same_storage_new_values", with_inputs=True, reuse=True))
+        self.v.phase_s["revalidation"] = time.perf_counter() - t0
+        if not self.v.failed("every_call_checked"):
+            self.v.check("every_call_checked", True, "every call's output compared, timed ones included; "
+                                                     "after timing: first_seed_again, same_storage_new_values")
+
+    def coverage(self) -> None:
+        self.enter("coverage")
+        t0 = time.perf_counter()
+        self.cand.order("coverage")
+        h, _ = self.cand.reply("coverage")
+        fraction, kernel_ms = h["fraction"], h["kernel_ms_per_call"]
+        self.v.phase_s["coverage"] = time.perf_counter() - t0
+        self.v.details["coverage_source"] = h["source"]
+        self.v.details.update({k: round(v, 6) for k, v in h["detail"].items()})
+        if h["collisions"]:
+            self.v.details["coverage_name_collisions"] = h["collisions"]
+        coverage = fraction
+        if self.device != "cpu" and self.v.cand_ms is not None and kernel_ms is not None:
+            self.v.details["coverage_kernel_ms_per_call"] = round(kernel_ms, 6)
+            if kernel_ms > 1.5 * self.v.cand_ms + 0.05:
+                coverage = 0.0
+                self.v.check("coverage_crosscheck", False, (
+                    f"the candidate's process claims {kernel_ms:.4g} ms of its kernels per call, the judge timed "
+                    f"{self.v.cand_ms:.4g} ms per call: coverage not believed"))
+            else:
+                self.v.check("coverage_crosscheck", True, "claimed kernel time fits in the judge's timing")
+        self.v.coverage = coverage
+        self.v.check("coverage", True, f"{coverage if coverage is None else round(coverage, 4)} of the time in the "
+                                       f"candidate's own Triton kernels ({h['source']})")
+
+    def evaluate(self) -> None:
+        self.start()
+        sample = self.make_sets([fresh_seed()])[0]
+        self.input_bytes = sum(x.numel() * x.element_size() for x in sample if isinstance(x, torch.Tensor))
+        del sample
+        if not self.correctness() or self.v.hacks:
+            return
+        o = self.o
+        needs_device = o["measure_performance"] or (o["measure_coverage"] and self.device != "cpu")
+        self.tell(type="want_timing", needs_device=needs_device)
+        go = json.loads(self.caller.recv_bytes(1024))
+        if go.get("type") != "go":
+            return
+        if o["measure_performance"]:
+            self.timing()
+        if o["measure_coverage"]:
+            self.coverage()
+        self.revalidate()
+
+    def finish(self) -> None:
+        self.evidence_checks()
+        for ch in (self.ref, self.cand):
+            try:
+                ch.conn.send(("exit",))
+            except (OSError, EOFError):
+                pass
+        self.tell(type="done", verdict=self.v.as_json())
+
+
+class _nullcontext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def main(spec: dict[str, Any], caller: Any, ref_conn: Any, cand_conn: Any) -> None:
+    """Entry point of the judge (a fork of the warm fork-server; it never runs candidate code)."""
+    judge: Judge | None = None
+    try:
+        isolate(spec["workdir"], on_accelerator=spec["device"] != "cpu", memory_limit_mb=None,
+                env={**env_for(spec["device"]), **({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}
+                                                   if spec["device"] == "cuda" else {})})
+        capture_output(spec["workdir"])
+        judge = Judge(spec, caller, ref_conn, cand_conn)
+        try:
+            judge.evaluate()
+        except CandidateFault as f:
+            judge.v.fail(f.kind, f.message)
+            if f.detail:
+                judge.v.details["traceback"] = f.detail
+            if f.hack:
+                judge.v.hack(f.hack[0], f.hack[1], f.message)
+            if f.kind in NOT_COMPILED:
+                judge.v.compiled = False
+            elif f.kind in ("init", "runtime", "output_mismatch"):
+                judge.v.compiled = True
+        judge.finish()
+    except CandidateGone:
+        assert judge is not None
+        judge.tell(type="candidate_gone", phase=judge.phase, verdict=judge.v.as_json())
+    except Infra as e:
+        _send(caller, {"type": "infra", "kind": e.kind, "message": e.message})
+    except Exception as e:
+        _send(caller, {"type": "infra", "kind": "infra",
+                       "message": f"judge failed: {type(e).__name__}: {e}\n{traceback.format_exc()[-3000:]}"})
+
+
+def _send(conn: Any, message: dict[str, Any]) -> None:
+    try:
+        conn.send_bytes(json.dumps(message, default=str).encode())
+    except OSError:
+        pass

@@ -1,0 +1,322 @@
+"""The messages of an evaluation: one schema for every channel a child process writes.
+
+A message is a JSON header (one `send_bytes` frame, at most MAX_HEADER bytes) followed, when the
+header's `payload` is non-zero, by one frame of raw bytes (tensor data, CPU/NPU path). Nothing a
+child sends is unpickled: `recv` decodes a frame as hostile input (size caps before reading, a fixed
+set of message types and keys, typed and bounded fields, finite numbers) and `decode_values` turns
+a payload into tensors only after checking dtype against an allow-list and that shape, numel and
+byte length agree exactly. The trusted side may pickle what it sends to children it alone writes to
+(CUDA IPC handles of its own tensors travel that way); the reverse direction never carries pickle.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+MAX_HEADER = 64 * 1024
+MAX_TEXT = 4000
+MAX_LIST = 64
+MAX_DIMS = 8
+MAX_DIM = 1 << 40
+MAX_INT = 1 << 63
+ITEMSIZE = {
+    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "complex64": 8, "complex128": 16,
+    "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1,
+}
+
+
+class ProtocolError(ValueError):
+    """A frame that breaks the schema: the sender is not the harness we wrote, or was tampered with."""
+
+
+# -- field validators: each returns the cleaned value or raises ProtocolError ---------------------------
+def _text(limit: int = MAX_TEXT) -> Callable[[Any], str]:
+    def check(v: Any) -> str:
+        if not isinstance(v, str):
+            raise ProtocolError(f"expected a string, got {type(v).__name__}")
+        return v if len(v) <= limit else v[:limit] + " ..."
+    return check
+
+
+def _number(lo: float = 0.0, hi: float = 1e12) -> Callable[[Any], float]:
+    def check(v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
+            raise ProtocolError(f"expected a finite number in [{lo}, {hi}], got {v!r}"[:200])
+        return float(v)
+    return check
+
+
+def _optional(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda v: None if v is None else inner(v)
+
+
+def _flag(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ProtocolError(f"expected a boolean, got {type(v).__name__}")
+    return v
+
+
+def _int(lo: int = 0, hi: int = MAX_INT) -> Callable[[Any], int]:
+    def check(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise ProtocolError(f"expected an integer in [{lo}, {hi}], got {v!r}"[:200])
+        return v
+    return check
+
+
+def _texts(v: Any) -> list[str]:
+    if not isinstance(v, list) or len(v) > MAX_LIST:
+        raise ProtocolError(f"expected a list of at most {MAX_LIST} strings")
+    return [_text(400)(x) for x in v]
+
+
+def _text_map(v: Any) -> dict[str, str]:
+    if not isinstance(v, dict) or len(v) > MAX_LIST:
+        raise ProtocolError(f"expected an object of at most {MAX_LIST} string fields")
+    return {_text(100)(k): _text(400)(x) for k, x in v.items()}
+
+
+def _number_map(v: Any) -> dict[str, float]:
+    if not isinstance(v, dict) or len(v) > MAX_LIST:
+        raise ProtocolError(f"expected an object of at most {MAX_LIST} numbers")
+    return {_text(100)(k): _number(0, 1e12)(x) for k, x in v.items()}
+
+
+def _shape(v: Any) -> list[int]:
+    if not isinstance(v, list) or len(v) > MAX_DIMS:
+        raise ProtocolError(f"a shape is a list of at most {MAX_DIMS} sizes")
+    return [_int(0, MAX_DIM)(d) for d in v]
+
+
+def _value_spec(v: Any) -> dict[str, Any]:
+    """One returned value: a tensor (dtype, shape, byte count) or a plain scalar."""
+    if not isinstance(v, dict):
+        raise ProtocolError("a value spec is an object")
+    kind = v.get("kind")
+    if kind == "tensor":
+        _keys(v, {"kind", "dtype", "shape", "nbytes", "device"})
+        dtype = _text(20)(v.get("dtype"))
+        if dtype not in ITEMSIZE:
+            raise ProtocolError(f"dtype {dtype!r} is not one the verifier compares")
+        shape = _shape(v.get("shape"))
+        numel = math.prod(shape)
+        nbytes = _int()(v.get("nbytes"))
+        if numel * ITEMSIZE[dtype] != nbytes:
+            raise ProtocolError(f"{dtype} tensor of shape {shape} is {numel * ITEMSIZE[dtype]} bytes, not {nbytes}")
+        return {"kind": "tensor", "dtype": dtype, "shape": shape, "nbytes": nbytes,
+                "device": _text(40)(v.get("device"))}
+    if kind == "scalar":
+        _keys(v, {"kind", "type", "value"})
+        typ = v.get("type")
+        raw = v.get("value")
+        if typ == "float":
+            try:
+                value: Any = float(_text(40)(raw))
+            except ValueError as e:
+                raise ProtocolError(f"bad float literal {raw!r}"[:200]) from e
+        elif typ == "int":
+            value = _int(-MAX_INT, MAX_INT)(raw)
+        elif typ == "bool":
+            value = _flag(raw)
+        elif typ == "none":
+            if raw is not None:
+                raise ProtocolError("a none scalar carries no value")
+            value = None
+        elif typ == "str":
+            value = _text(1000)(raw)
+        else:
+            raise ProtocolError(f"unknown scalar type {typ!r}"[:200])
+        return {"kind": "scalar", "type": typ, "value": value}
+    raise ProtocolError(f"unknown value kind {kind!r}"[:200])
+
+
+def _value_specs(v: Any) -> list[dict[str, Any]]:
+    if not isinstance(v, list) or len(v) > MAX_LIST:
+        raise ProtocolError(f"at most {MAX_LIST} values per call")
+    return [_value_spec(x) for x in v]
+
+
+def _calls(v: Any) -> list[list[dict[str, Any]]]:
+    if not isinstance(v, list) or len(v) > MAX_LIST:
+        raise ProtocolError(f"at most {MAX_LIST} calls per message")
+    return [_value_specs(x) for x in v]
+
+
+def _evidence(v: Any) -> dict[str, Any]:
+    """What the harness inside a runner saw during its calls (believed only to lower a reward)."""
+    if not isinstance(v, dict):
+        raise ProtocolError("evidence is an object")
+    _keys(v, {"decoy_calls", "tampered", "side_processes", "stream_mismatch", "aliases", "launches"})
+    return {"decoy_calls": _texts(v.get("decoy_calls", [])), "tampered": _texts(v.get("tampered", [])),
+            "side_processes": _texts(v.get("side_processes", [])),
+            "stream_mismatch": _texts(v.get("stream_mismatch", [])), "aliases": _texts(v.get("aliases", [])),
+            "launches": _int(0, 1 << 40)(v.get("launches", 0))}
+
+
+def _keys(obj: dict[str, Any], allowed: set[str]) -> None:
+    extra = set(obj) - allowed
+    if extra:
+        raise ProtocolError(f"unexpected fields {sorted(extra)[:5]}"[:300])
+
+
+CANDIDATE_FAULTS = frozenset({"syntax", "import", "missing_model_new", "init", "triton_compile", "runtime",
+                              "output_mismatch"})
+
+
+def _fault_kind(v: Any) -> str:
+    if v not in CANDIDATE_FAULTS:
+        raise ProtocolError(f"unknown fault kind {v!r}"[:200])
+    return str(v)
+
+
+# type -> {field: validator}; every field is required unless its validator accepts the absent value (None).
+SCHEMAS: dict[str, dict[str, Callable[[Any], Any]]] = {
+    "isolation": {"layers": _text_map},
+    "reference_failed": {"message": _text()},  # believed only before the candidate is imported
+    "importing": {},
+    "loaded": {"load_s": _number(), "kernels": _texts, "launch_hook": _text(200), "aliased": _flag},
+    "fault": {"kind": _fault_kind, "message": _text(), "detail": _text(), "phase": _text(100)},
+    "staged": {},
+    "ran": {"evidence": _evidence},
+    "outputs": {"calls": _calls, "inputs": _optional(_calls)},
+    "filled": {},
+    "coverage": {"kernel_ms_per_call": _optional(_number(0, 1e9)), "fraction": _optional(_number(0, 1)),
+                 "source": _text(100), "detail": _number_map, "collisions": _texts},
+}
+
+
+def validate(header: Any) -> dict[str, Any]:
+    """Check a decoded header against its schema; return a clean copy."""
+    if not isinstance(header, dict):
+        raise ProtocolError("a header is a JSON object")
+    kind = header.get("type")
+    if kind not in SCHEMAS:
+        raise ProtocolError(f"unknown message type {kind!r}"[:200])
+    schema = SCHEMAS[kind]
+    _keys(header, set(schema) | {"type", "payload"})
+    clean: dict[str, Any] = {"type": kind, "payload": _int(0, MAX_INT)(header.get("payload", 0))}
+    for key, check in schema.items():
+        clean[key] = check(header.get(key))
+    return clean
+
+
+def _no_constants(name: str) -> Any:
+    raise ProtocolError(f"non-finite number {name} in a header")
+
+
+def send(conn: Any, header: dict[str, Any], payload: bytes | memoryview | None = None) -> None:
+    """Write one message: the JSON header frame, then the payload frame if there is one."""
+    size = len(payload) if payload is not None else 0
+    data = json.dumps({**header, "payload": size}, allow_nan=False, separators=(",", ":")).encode()
+    if len(data) > MAX_HEADER:
+        raise ProtocolError(f"header of {len(data)} bytes exceeds {MAX_HEADER}")
+    conn.send_bytes(data)
+    if size:
+        conn.send_bytes(payload)
+
+
+def recv(conn: Any, max_payload: int = 0,
+         precheck: Callable[[dict[str, Any]], None] | None = None) -> tuple[dict[str, Any], bytes]:
+    """Read and validate one message; `max_payload` caps the payload frame before it is read, and
+    `precheck` may reject the validated header (e.g. output specs against the reference's) first."""
+    try:
+        raw = conn.recv_bytes(MAX_HEADER)
+    except OSError as e:  # multiprocessing raises OSError("bad message length") past the cap
+        raise ProtocolError(f"header frame rejected: {e}") from e
+    try:
+        header = json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise ProtocolError(f"header is not JSON: {type(e).__name__}") from e
+    clean = validate(header)
+    if precheck is not None:
+        precheck(clean)
+    size = clean["payload"]
+    if size > max_payload:
+        raise ProtocolError(f"payload of {size} bytes announced, at most {max_payload} accepted here")
+    if not size:
+        return clean, b""
+    try:
+        payload = conn.recv_bytes(max_payload)
+    except OSError as e:
+        raise ProtocolError(f"payload frame rejected: {e}") from e
+    if len(payload) != size:
+        raise ProtocolError(f"payload is {len(payload)} bytes, header announced {size}")
+    return clean, payload
+
+
+# -- values <-> (specs, payload) ---------------------------------------------------------------------------
+def scalar_spec(v: Any) -> dict[str, Any]:
+    if isinstance(v, bool):
+        return {"kind": "scalar", "type": "bool", "value": v}
+    if isinstance(v, int):
+        if not -MAX_INT <= v <= MAX_INT:
+            raise ValueError("integer output out of range")
+        return {"kind": "scalar", "type": "int", "value": v}
+    if isinstance(v, float):
+        return {"kind": "scalar", "type": "float", "value": repr(v)}
+    if v is None:
+        return {"kind": "scalar", "type": "none", "value": None}
+    if isinstance(v, str) and len(v) <= 1000:
+        return {"kind": "scalar", "type": "str", "value": v}
+    raise ValueError(f"value of type {type(v).__name__} cannot be compared")
+
+
+def encode_values(values: list[Any]) -> tuple[list[dict[str, Any]], bytes]:
+    """Plain CPU tensors and scalars -> (specs, concatenated raw bytes). Used by both sides."""
+    import torch
+
+    specs: list[dict[str, Any]] = []
+    chunks: list[bytes] = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            t = v.detach().contiguous().reshape(-1)
+            dtype = str(t.dtype).removeprefix("torch.")
+            if dtype not in ITEMSIZE:
+                raise ValueError(f"dtype {dtype} cannot be compared")
+            data = t.view(torch.uint8).numpy().tobytes() if t.numel() else b""
+            specs.append({"kind": "tensor", "dtype": dtype, "shape": list(v.shape), "nbytes": len(data),
+                          "device": "cpu"})
+            chunks.append(data)
+        else:
+            specs.append(scalar_spec(v))
+    return specs, b"".join(chunks)
+
+
+def payload_size(calls: list[list[dict[str, Any]]]) -> int:
+    return sum(s["nbytes"] for call in calls for s in call if s["kind"] == "tensor")
+
+
+def decode_values(specs: list[dict[str, Any]], payload: bytes | memoryview, offset: int = 0) -> tuple[list[Any], int]:
+    """Validated specs + payload -> values (CPU tensors are copies); returns the new offset."""
+    import torch
+
+    values: list[Any] = []
+    for s in specs:
+        if s["kind"] != "tensor":
+            values.append(s["value"])
+            continue
+        n = s["nbytes"]
+        if offset + n > len(payload):
+            raise ProtocolError("payload shorter than its tensor specs")
+        dtype = getattr(torch, s["dtype"])
+        if n:
+            raw = torch.frombuffer(bytearray(payload[offset:offset + n]), dtype=torch.uint8)
+            values.append(raw.view(dtype).reshape(s["shape"]))
+        else:
+            values.append(torch.empty(s["shape"], dtype=dtype))
+        offset += n
+    return values, offset
+
+
+def decode_calls(calls: list[list[dict[str, Any]]], payload: bytes) -> list[list[Any]]:
+    """Every call's values from one payload; the payload must be consumed exactly."""
+    out, offset = [], 0
+    for specs in calls:
+        values, offset = decode_values(specs, payload, offset)
+        out.append(values)
+    if offset != len(payload):
+        raise ProtocolError(f"payload has {len(payload) - offset} bytes beyond its tensor specs")
+    return out
