@@ -1,17 +1,23 @@
 """`drkernel serve verifier`: run the verifier HTTP endpoint on Ray Serve until Ctrl-C.
 
-Connects to a running Ray cluster, or starts a local one; deploys serve_apps.verifier_app; blocks;
-on SIGINT/SIGTERM removes what it started (Serve and the local Ray, or only the app on a shared
-cluster). Settings come from a Serve config file's `args` (--config), flags, and `--set key=value`.
+Starts its own local Ray unless `--address` names a cluster to join (it never picks up some Ray
+that happens to run on the machine); deploys serve_apps.verifier_app; blocks; on SIGINT/SIGTERM
+removes what it started (Serve and its Ray, or only its own app on a joined cluster). Every setting
+(config file, flags, `--set key=value`, host and port, whether the port is free) is checked before
+Ray starts, and each problem is one line and exit status 2. It refuses to deploy over a verifier app
+it did not deploy, and reports "listening" only once the endpoint answers on that port.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
+import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replicas", type=int, help="fixed number of verifier replicas (min = max)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override one VerifierServeConfig field, e.g. --set autoscaling.max_replicas=4")
-    parser.add_argument("--ray-address", help="Ray cluster to use; 'local' always starts a new one "
-                        "(default: a running cluster if found, else a new local one)")
+    parser.add_argument("--address", "--ray-address", dest="address",
+                        help="Ray cluster to join (e.g. 127.0.0.1:6379); default: start a new local Ray")
     parser.add_argument("--num-cpus", type=float, help="CPUs of a newly started local Ray")
 
 
@@ -82,21 +88,52 @@ def _resolve_device(app_args: dict[str, Any]) -> None:
     app_args["device"] = resolve_device("auto", offered)
 
 
+def _check_listen(host: str, port: int) -> None:
+    """One-line usage errors for a port out of range or an address this machine cannot listen on."""
+    if not 1 <= port <= 65535:
+        raise UsageError(f"drkernel serve: --port must be between 1 and 65535, got {port}")
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as e:
+        raise UsageError(f"drkernel serve: cannot resolve --host {host!r}: {e.strerror}") from None
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the Serve proxy binds it
+        try:
+            s.bind(addr)
+        except OSError as e:
+            raise UsageError(f"drkernel serve: cannot listen on {host}:{port}: {e.strerror}"
+                             f"{' (another server, maybe a verifier, has it)' if e.errno == 98 else ''}") from None
+
+
 def _start_ray(address: str | None, num_cpus: float | None) -> bool:
-    """Connect or start Ray; True when this process started it (and so must stop it)."""
+    """Join the cluster at `address`, or start a new local Ray; True when this process started it."""
     import ray
 
     if address not in (None, "local"):
-        ray.init(address=address)
-        return False
-    if address is None:
         try:
-            ray.init(address="auto")
-            return False
-        except ConnectionError:
-            pass
+            ray.init(address=address, logging_level=logging.WARNING)
+        except (ConnectionError, ValueError) as e:
+            raise UsageError(f"drkernel serve: cannot join the Ray cluster at {address}: "
+                             f"{str(e).strip().splitlines()[0]} (a cluster with token auth needs "
+                             "RAY_AUTH_MODE=token in this environment)") from None
+        return False
     ray.init(address="local", num_cpus=num_cpus)
     return True
+
+
+def _answers(url: str, timeout_s: float) -> bool:
+    """Whether the verifier's /healthz answers 200 at `url` within `timeout_s`."""
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+                return True
+        except httpx.TransportError:
+            pass
+        time.sleep(0.5)
+    return False
 
 
 def _validated(app_args: dict[str, Any]) -> Any:
@@ -124,14 +161,21 @@ def run(args: argparse.Namespace) -> int:
 
     app_args, host, port = _settings(args)
     _validated({**app_args, "device": "cpu"} if app_args.get("device", "auto") == "auto" else app_args)
+    if args.num_cpus is not None and args.num_cpus <= 0:
+        raise UsageError(f"drkernel serve: --num-cpus must be positive, got {args.num_cpus:g}")
+    _check_listen(host, port)
 
     import ray
 
-    started_here = _start_ray(args.ray_address, args.num_cpus)
+    started_here = _start_ray(args.address, args.num_cpus)
+    deployed = False
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     try:
+        if not started_here and APP_NAME in serve.status().applications:
+            raise UsageError(f"drkernel serve: the Ray cluster at {args.address} already runs a {APP_NAME!r} "
+                             "app that this process did not deploy; it is left alone (stop its owner first)")
         _resolve_device(app_args)
         cfg = _validated(app_args)
         if host not in ("127.0.0.1", "localhost", "::1") and not os.environ.get(cfg.api_token_env):
@@ -139,14 +183,19 @@ def run(args: argparse.Namespace) -> int:
                   f"set {cfg.api_token_env} to require a bearer token", file=sys.stderr, flush=True)
         serve.start(http_options={"host": host, "port": port})
         serve.run(build_app(cfg.model_dump()), name=APP_NAME, route_prefix="/", blocking=False)
-        print(f"verifier ({cfg.device}) listening on http://{host}:{port}  [POST /verify, /verify/batch; "
-              "GET /healthz, /stats, /openapi.json]  Ctrl-C stops", flush=True)
+        deployed = True
+        url = f"http://{host}:{port}"
+        if not _answers(url, timeout_s=30):
+            raise UsageError(f"drkernel serve: the app is deployed but nothing answers on {url} (Serve on this "
+                             "cluster was already started with other HTTP options?); removed it again")
+        print(f"verifier ({cfg.device}) listening on {url}  [POST /verify, /verify/batch; GET /healthz, /stats, "
+              f"/openapi.json]  Ray cluster {ray.get_runtime_context().gcs_address}  Ctrl-C stops", flush=True)
         stop.wait()
         print("stopping the verifier", flush=True)
     finally:
         if started_here:
             serve.shutdown()
             ray.shutdown()
-        elif ray.is_initialized():
+        elif deployed and ray.is_initialized():
             serve.delete(APP_NAME)
     return 0

@@ -1,17 +1,22 @@
 """Both ways of starting the verifier, as real subprocesses: `drkernel serve verifier` and `serve run`.
 
 Each starts its own local Ray, answers /healthz and one /verify, and exits cleanly on SIGINT.
-Slow (a Ray start each), so one of each.
+Slow (a Ray start each), so one of each; the refusals of a second `drkernel serve` run against the
+first one while it is up. Settings errors are checked before Ray starts, so those runs are quick.
 """
 
 from __future__ import annotations
 
 import os
+import queue
+import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -43,12 +48,23 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _exercise_and_stop(proc: subprocess.Popen, url: str, startup_s: float = 150) -> str:
-    """Poll /healthz until up, verify one honest kernel, send SIGINT, expect a clean exit."""
+def _exercise_and_stop(proc: subprocess.Popen, url: str, startup_s: float = 150,
+                       while_up: Callable[[str], None] | None = None) -> str:
+    """Poll /healthz until up, verify one honest kernel, run `while_up(output so far)`, verify again,
+    send SIGINT, expect a clean exit."""
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+    seen: list[str] = []
+
+    def drain() -> str:
+        while not lines.empty():
+            seen.append(lines.get())
+        return "".join(seen)
+
     try:
         deadline = time.monotonic() + startup_s
         while True:
-            assert proc.poll() is None, f"server exited early:\n{proc.stdout.read()}"
+            assert proc.poll() is None, f"server exited early:\n{drain()}"
             try:
                 if httpx.get(url + "/healthz", timeout=2).status_code == 200:
                     break
@@ -56,19 +72,45 @@ def _exercise_and_stop(proc: subprocess.Popen, url: str, startup_s: float = 150)
                 pass
             assert time.monotonic() < deadline, "server did not come up"
             time.sleep(1)
-        r = httpx.post(url + "/verify", json=BODY, timeout=120)
+        try:
+            r = httpx.post(url + "/verify", json=BODY, timeout=120)
+        except httpx.TransportError as e:
+            time.sleep(1)
+            raise AssertionError(f"{e!r}; server output:\n{drain()}") from e
         assert r.status_code == 200, r.text
         assert r.json()["correct"] and r.json()["status"] == "ok", r.json()
+        if while_up is not None:
+            while "listening on" not in drain():
+                assert time.monotonic() < deadline, drain()
+                time.sleep(0.2)
+            while_up(drain())
+            r = httpx.post(url + "/verify", json={**BODY, "kernel_code": BODY["kernel_code"] + "\n# again\n"},
+                           timeout=120)
+            assert r.status_code == 200 and r.json()["correct"], r.text  # the first server is untouched
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=90)
+        proc.wait(timeout=90)
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.communicate()
+            proc.wait()
+    time.sleep(0.5)
+    out = drain()
     assert proc.returncode == 0, out
     with pytest.raises(httpx.TransportError):
         httpx.get(url + "/healthz", timeout=2)
     return out
+
+
+def _serve(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {**_env(), "RAY_AUTH_MODE": "token"}  # Ray 2.60 clusters require their token to join
+    return subprocess.run([*DRKERNEL, "serve", "verifier", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _one_line(r: subprocess.CompletedProcess, needle: str) -> None:
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    lines = [line for line in r.stderr.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in r.stderr, r.stderr
 
 
 @pytest.mark.integration
@@ -76,11 +118,33 @@ def test_drkernel_serve_verifier_subprocess():
     port = _free_port()
     proc = subprocess.Popen(
         [*DRKERNEL, "serve", "verifier", "--host", "127.0.0.1", "--port", str(port),
-         "--device", "cpu", "--ray-address", "local", "--num-cpus", "2", "--set", "cpus_per_replica=0.5"],
+         "--device", "cpu", "--num-cpus", "2", "--set", "cpus_per_replica=0.5"],
         cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
-    out = _exercise_and_stop(proc, f"http://127.0.0.1:{port}")
+
+    def second_start(out: str) -> None:
+        """A second server is refused in one line and leaves the first one's app alone."""
+        start = time.monotonic()
+        _one_line(_serve("--port", str(port), "--device", "cpu"), f"cannot listen on 127.0.0.1:{port}")
+        assert time.monotonic() - start < 20  # refused before any Ray starts
+        (address,) = re.findall(r"Ray cluster (\S+)", out)
+        _one_line(_serve("--address", address, "--port", str(_free_port()), "--device", "cpu"),
+                  "already runs a 'verifier' app that this process did not deploy")
+
+    out = _exercise_and_stop(proc, f"http://127.0.0.1:{port}", while_up=second_start)
     assert f"listening on http://127.0.0.1:{port}" in out and "stopping the verifier" in out
+
+
+@pytest.mark.integration
+def test_bad_port_and_port_in_use_are_one_line_before_ray_starts():
+    start = time.monotonic()
+    _one_line(_serve("--port", "70000"), "--port must be between 1 and 65535, got 70000")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        _one_line(_serve("--port", str(port), "--device", "cpu"), f"cannot listen on 127.0.0.1:{port}")
+    assert time.monotonic() - start < 60
 
 
 @pytest.mark.integration
