@@ -35,7 +35,8 @@ DEFAULT_PORT = 8000
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("app", choices=["verifier"], help="the application to serve")
     parser.add_argument("--config", type=Path, help="Serve config file (configs/serve_verifier.yaml): its args")
-    parser.add_argument("--host", help=f"address to listen on (default {DEFAULT_HOST}; the endpoint runs untrusted code)")
+    parser.add_argument("--host",
+                        help=f"address to listen on (default {DEFAULT_HOST}; the endpoint runs untrusted code)")
     parser.add_argument("--port", type=int, help=f"HTTP port (default {DEFAULT_PORT})")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda", "npu"], help="device kind of each replica")
     parser.add_argument("--replicas", type=int, help="fixed number of verifier replicas (min = max)")

@@ -2,8 +2,9 @@
 
 Exit status: 0 when a verdict was reached (pass or fail), 1 on an infra error (no verdict),
 2 on a usage error, which includes a reference that does not parse, lacks Model/get_inputs/
-get_init_inputs, or fails when run: the reference is the user's input, reported in one line. With --json, stdout carries exactly one JSON object; the candidate's own output
-is captured inside its sandbox and appears only as a tail in `details`.
+get_init_inputs, or fails when run: the reference is the user's input, reported in one line.
+With --json, stdout carries exactly one JSON object; the candidate's own output is captured inside
+its sandbox and appears only as a tail in `details`.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from pipelines.cli import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--reference", required=True, metavar="REF.py", help="KernelBench reference (Model, get_inputs, get_init_inputs)")
+    parser.add_argument("--reference", required=True, metavar="REF.py",
+                        help="KernelBench reference (Model, get_inputs, get_init_inputs)")
     parser.add_argument("--candidate", required=True, metavar="CAND.py", help="candidate module defining ModelNew")
-    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "npu"], help="where to run (default: auto)")
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "npu"],
+                        help="where to run (default: auto)")
     parser.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     parser.add_argument("--entry-point", default=None, help="reference class name (default: Model)")
     parser.add_argument("--no-require-triton", action="store_true",

@@ -4,8 +4,8 @@ Repeated submissions (retries, duplicate samples in a group, replays) cost nothi
 result is served from an LRU, and a request identical to one still running waits for that run
 instead of starting a second. Only verdicts are cached; infra errors and timeouts are not (a
 timeout may come from load rather than from the candidate), so a retry can succeed. An evaluation
-whose last waiter has gone is cancelled (a queued one never starts). The cache lives in one replica's memory: another replica may evaluate the same payload
-once more.
+whose last waiter has gone is cancelled (a queued one never starts). The cache lives in one
+replica's memory: another replica may evaluate the same payload once more.
 """
 
 from __future__ import annotations

@@ -125,3 +125,50 @@ def test_capacity_zero_disables_storage_but_not_single_flight():
         assert not hit and len(cache) == 0
 
     asyncio.run(main())
+
+
+def test_an_evaluation_nobody_waits_for_is_cancelled_and_a_new_request_starts_afresh():
+    async def main():
+        cache = ResultCache(capacity=8)
+        cancelled = asyncio.Event()
+        runs = 0
+
+        async def compute():
+            nonlocal runs
+            runs += 1
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+            return _ok(1)
+
+        waiters = [asyncio.create_task(cache.get_or_compute("k", compute)) for _ in range(2)]
+        await asyncio.sleep(0.01)
+        waiters[0].cancel()
+        await asyncio.sleep(0.01)
+        assert not cancelled.is_set()  # one waiter is left
+        waiters[1].cancel()
+        await asyncio.wait_for(cancelled.wait(), 1)
+
+        async def quick():
+            return _ok(2)
+
+        result, hit = await cache.get_or_compute("k", quick)
+        assert result.details == {"n": 2} and not hit and runs == 1
+
+    asyncio.run(main())
+
+
+def test_timeouts_are_not_cached():
+    async def main():
+        cache = ResultCache(capacity=8)
+
+        async def compute():
+            return VerifyResult(compiled=True, error=ErrorInfo(kind="timeout", message="exceeded 3 s"))
+
+        await cache.get_or_compute("k", compute)
+        _, hit = await cache.get_or_compute("k", compute)
+        assert not hit and len(cache) == 0
+
+    asyncio.run(main())
