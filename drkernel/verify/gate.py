@@ -1,40 +1,112 @@
-"""Static gate: reject candidate sources that reach for obvious escape or tampering APIs.
+"""Static gate: an allow-list of what a kernel source may touch, checked on the AST before anything runs.
 
-Cheap and advisory (a determined candidate can hide a call from an AST walk); the runtime checks and
-the process sandbox are what hold. It runs in the verifier's own process before anything is forked,
-so syntax errors and forbidden imports cost no child process.
+A reward-seeking policy searches for whatever the verifier lets through, so the gate names what a
+Triton kernel module needs (torch, triton, a few pure stdlib modules) and rejects the rest: dynamic
+imports and attribute access by computed name, dunder walks, frame and garbage-collector
+introspection, global hooks, torch function/dispatch modes, profilers, streams and graphs, and
+assignment into anything the candidate did not create. A `@triton.jit` body may only call Triton
+operations, the builtins Triton's frontend implements, and other jit functions of the same module,
+so plain Python (which the CPU interpreter would count as kernel time) cannot hide in a kernel.
+It is one layer: the process sandbox and the trusted-side checks hold without it. It runs in the
+verifier's own process (no torch import here), so a rejected source costs no child process.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
-# Modules a kernel has no business importing: processes, sockets, native calls, threads,
-# introspection of the harness (frames, the garbage collector) and the harness itself.
-FORBIDDEN_MODULES = frozenset(
+# Modules a candidate may import (exactly these, or as `from <module> import <name>`; the imported
+# name is then checked like an attribute of the module).
+ALLOWED_MODULES = frozenset(
     {
-        "subprocess", "socket", "ctypes", "cffi", "multiprocessing", "threading", "_thread",
-        "concurrent", "asyncio", "signal", "pty", "gc", "inspect", "importlib", "marshal",
-        "shutil", "urllib", "http", "requests", "httpx", "ftplib", "telnetlib", "smtplib",
-        "resource", "mmap", "drkernel", "pipelines", "actors", "serve_apps", "builtins",
-        "torch.multiprocessing", "torch.distributed",
+        "torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.parameter", "torch.autograd",
+        "torch.cuda", "torch.npu", "triton", "triton.language", "triton.language.math",
+        "triton.language.extra", "triton.language.extra.libdevice", "triton.language.extra.cuda",
+        "triton.language.extra.cuda.libdevice", "triton.language.extra.hip", "triton.language.extra.hip.libdevice",
+        "torch.utils.checkpoint", "math", "functools", "typing", "__future__", "itertools", "collections",
+        "collections.abc", "random",
     }
 )
-FORBIDDEN_BUILTINS = frozenset({"__import__", "eval", "exec", "compile", "breakpoint", "globals", "vars"})
-FORBIDDEN_OS_CALLS = frozenset(
+# Dotted paths (and everything under them) that stay closed although their root module is allowed.
+DENIED_PATHS = (
+    "torch.compile", "torch.jit", "torch.utils", "torch.hub", "torch.library", "torch.load", "torch.save",
+    "torch.multiprocessing", "torch.distributed", "torch.autograd.profiler", "torch.autograd.graph",
+    "torch.package", "torch.export", "torch.fx", "torch.onnx", "torch.testing", "torch.random", "torch.seed",
+    "torch.overrides", "torch.profiler", "torch.classes", "torch.cuda.memory",
+    "triton.knobs", "triton.runtime", "triton.compiler", "triton.compile", "triton.testing", "triton.tools",
+    "triton.backends", "triton.profiler", "triton.language.extra.libdevice.inline_asm_elementwise",
+)
+OPEN_UNDER_DENIED = ("torch.utils.checkpoint.", "torch.utils.checkpoint")  # recomputation only
+# Attribute names closed on any object: streams and graphs (work the harness's events do not see,
+# replayed results), hook and mode machinery, profilers, seeds, native loading, frame objects.
+DENIED_ATTRS = frozenset(
     {
-        "system", "popen", "fork", "forkpty", "execv", "execve", "execl", "execle", "execlp", "execlpe",
-        "execvp", "execvpe", "spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp",
-        "spawnvpe", "posix_spawn", "posix_spawnp", "kill", "killpg", "setsid", "setpgid", "_exit",
-        "putenv", "unsetenv", "chdir", "chroot",
+        "Stream", "ExternalStream", "StreamContext", "stream", "set_stream", "wait_stream", "CUDAGraph", "graph",
+        "graphs", "make_graphed_callables", "TorchFunctionMode", "TorchDispatchMode", "overrides", "profiler",
+        "record_function", "cpp_extension", "load_inline", "load_library", "knobs", "launch_enter_hook",
+        "launch_exit_hook", "initial_seed", "get_rng_state", "set_rng_state", "manual_seed", "settrace",
+        "setprofile", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "tb_frame", "tb_next", "gi_frame",
+        "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "inline_asm_elementwise", "get_device_module",
+        "get_type_hints", "get_args", "get_origin", "mro",
     }
 )
-FORBIDDEN_SYS_ATTRS = frozenset({"_getframe", "settrace", "setprofile", "modules", "meta_path", "path_hooks"})
-# Work placed on another stream escapes the harness's events; the torch stream APIs by name.
-STREAM_ATTRS = frozenset({"Stream", "ExternalStream", "stream", "set_stream", "StreamContext"})
-# Roots whose attributes must never be assigned (monkey-patching the harness's view of the world).
-PROTECTED_ROOTS = frozenset({"torch", "triton", "time", "numpy", "os", "sys", "math"})
+# Private library helpers honest PyTorch code calls (nn.Linear's own init recipe, conv argument helpers).
+ALLOWED_PRIVATE = frozenset(
+    {
+        "torch.nn.init._calculate_fan_in_and_fan_out", "torch.nn.init._calculate_correct_fan",
+        "torch.nn.modules.utils._pair", "torch.nn.modules.utils._single", "torch.nn.modules.utils._triple",
+        "torch.nn.modules.utils._ntuple",
+    }
+)
+# Names of torch/triton submodules: module objects may not travel as values (see _value_context).
+MODULE_NAMES = frozenset(
+    {
+        "torch", "triton", "nn", "functional", "init", "cuda", "npu", "xpu", "mps", "cpu", "backends", "cudnn",
+        "matmul", "mkldnn", "linalg", "fft", "special", "sparse", "autograd", "utils", "checkpoint", "ops", "amp",
+        "library", "overrides", "distributed", "multiprocessing", "jit", "onnx", "fx", "random", "testing", "hub",
+        "profiler", "futures", "masked", "nested", "quantization", "ao", "export", "func", "compiler", "storage",
+        "serialization", "types", "modules", "module", "parameter", "language", "extra", "libdevice", "math",
+        "core", "runtime", "knobs", "tools", "standard", "semantic", "functools", "itertools", "typing",
+        "collections", "aten", "prims", "hip", "nvidia",
+    }
+)
+HOOK_ATTR = re.compile(r"register_.*hook|register_module_")
+# Builtins that evaluate code, reach namespaces or files, or read/write attributes by computed name.
+DENIED_BUILTINS = frozenset(
+    {"eval", "exec", "compile", "open", "globals", "locals", "vars", "breakpoint", "__import__", "__build_class__"}
+)
+ATTR_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
+# What Triton's code generator resolves inside a jit body (CodeGenerator.builtin_namespace, Triton 3.x).
+JIT_BUILTINS = frozenset({"len", "list", "range", "float", "int", "isinstance", "getattr", "hasattr", "print",
+                          "min", "max"})
+# Methods of triton.language.tensor and tensor descriptors: the only calls on a local value in a jit body.
+TENSOR_METHODS = frozenset(
+    {
+        "abs", "advance", "argmax", "argmin", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
+        "atomic_load", "atomic_max", "atomic_min", "atomic_or", "atomic_poll", "atomic_store", "atomic_xchg",
+        "atomic_xor", "broadcast_to", "cast", "cdiv", "ceil", "cos", "cumprod", "cumsum", "erf", "exp", "exp2",
+        "expand_dims", "flip", "floor", "gather", "histogram", "item", "log", "log2", "logical_and", "logical_or",
+        "max", "min", "permute", "ravel", "reduce", "reduce_or", "reshape", "rsqrt", "sigmoid", "sin", "softmax",
+        "sort", "split", "sqrt", "sqrt_rn", "store", "load", "scatter", "sum", "to", "trans", "view", "xor_sum",
+    }
+)
+JIT_HOST_CALLS = frozenset({"triton.cdiv", "triton.next_power_of_2"})
+JIT_SCALAR_MODULES = ("math.",)  # compile-time arithmetic on constexpr scalars (Triton resolves module globals)
+# Kernel names that imitate library kernels as the profiler shows them (cuBLAS/cuDNN/CUTLASS GEMMs,
+# Inductor, NCCL): a candidate kernel so named could claim a library kernel's time by name.
+# Only identifiers can collide exactly; ATen's templated names (`void at::native::...<...>`) cannot.
+LIBRARY_KERNEL_NAME = re.compile(r"^(nvjet_|sm\d+_|ampere_|volta_|turing_|hopper_|blackwell_|cutlass|xmma|"
+                                 r"triton_(poi|red|per|tem)_|ncclDevKernel)")
+GLOBAL_CLASSES = frozenset(
+    {"torch.Tensor", "torch.nn.Module", "torch.nn.Parameter", "torch.autograd.Function", "torch.nn.modules.Module",
+     "torch.nn.modules.module.Module", "triton.JITFunction", "triton.language.tensor"}
+)
+TENSOR_CLASSES = frozenset({"torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"})
+# Receivers that are the candidate's own module/function objects (private attributes allowed; no rebinding).
+OWN_RECEIVERS = frozenset({"self", "ctx"})
+DUNDER_DEFS = frozenset({"__init__"})  # the only dunder a measured honest corpus defines or calls
 
 
 @dataclass
@@ -61,17 +133,58 @@ def _dotted(node: ast.AST) -> str | None:
 
 
 def _root(node: ast.AST) -> ast.AST:
-    while isinstance(node, (ast.Attribute, ast.Subscript)):
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
         node = node.value
     return node
 
 
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__") and len(name) > 4
+
+
+def _safe_computed_name(node: ast.AST) -> bool:
+    """An f-string or `"lit" + x` whose literal head starts with a letter can never name a dunder or
+    private attribute: `getattr(lstm, f"weight_ih_l{i}")` is how PyTorch code walks numbered layers."""
+    head: ast.AST | None = node
+    while isinstance(head, ast.BinOp) and isinstance(head.op, ast.Add):
+        head = head.left
+    if isinstance(head, ast.JoinedStr):
+        head = head.values[0] if head.values else None
+    return isinstance(head, ast.Constant) and isinstance(head.value, str) and head.value[:1].isalpha()
+
+
+def _import_alias(node: ast.Import | ast.ImportFrom, alias: ast.alias) -> tuple[str, str]:
+    """(bound name, dotted path) of one import binding."""
+    if isinstance(node, ast.ImportFrom):
+        return alias.asname or alias.name, f"{node.module}.{alias.name}"
+    head = alias.name.partition(".")[0]
+    return (alias.asname, alias.name) if alias.asname else (head, head)
+
+
 class _Scanner(ast.NodeVisitor):
-    def __init__(self) -> None:
-        self.aliases: dict[str, str] = {}  # local name -> fully qualified module/object name
+    def __init__(self, tree: ast.Module) -> None:
+        self.aliases: dict[str, str] = {}  # name -> dotted module/object path it stands for
+        self.parents: dict[int, ast.AST] = {}
+        self.classes: set[str] = set()
+        functions = []
+        for parent in ast.walk(tree):  # one pass: imports (used before their line is reached), defs, parents
+            for child in ast.iter_child_nodes(parent):
+                self.parents[id(child)] = parent
+            if isinstance(parent, ast.Import) or (isinstance(parent, ast.ImportFrom) and parent.module):
+                self.aliases.update(_import_alias(parent, a) for a in parent.names)
+            elif isinstance(parent, ast.ClassDef):
+                self.classes.add(parent.name)
+            elif isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions.append(parent)
+        self.import_aliases = dict(self.aliases)
+        self.jit_names = {f.name for f in functions if self._jit_decorated(f)}
         self.violations: list[str] = []
         self.kernels: list[str] = []
+        self.type_values: set[str] = set()  # names bound to a type(...) result
+        self.ok_nodes: set[int] = set()  # Name/Attribute nodes already judged in their call context
+        self.jit_locals: set[str] | None = None  # set while inside a jit body
 
+    # ------------------------------------------------------------------ helpers
     def _flag(self, node: ast.AST, what: str) -> None:
         self.violations.append(f"line {getattr(node, 'lineno', '?')}: {what}")
 
@@ -80,124 +193,343 @@ class _Scanner(ast.NodeVisitor):
         if name is None:
             return None
         head, _, rest = name.partition(".")
-        base = self.aliases.get(head, head)
+        if head not in self.aliases:
+            return None
+        base = self.aliases[head]
         return f"{base}.{rest}" if rest else base
 
-    @staticmethod
-    def _module_forbidden(module: str) -> bool:
-        return any(module == m or module.startswith(m + ".") for m in FORBIDDEN_MODULES)
+    def _jit_decorated(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Decorated with triton.jit (bare or called), however triton or jit was imported."""
+        for deco in fn.decorator_list:
+            target = deco.func if isinstance(deco, ast.Call) else deco
+            name = _dotted(target) or ""
+            head, _, rest = name.partition(".")
+            base = self.import_aliases.get(head, head)
+            if (f"{base}.{rest}" if rest else base) == "triton.jit":
+                return True
+        return False
 
-    def visit_Import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            if self._module_forbidden(alias.name):
-                self._flag(node, f"import of {alias.name}")
-            local = alias.asname or alias.name.partition(".")[0]
-            self.aliases[local] = alias.name if alias.asname else local
-        self.generic_visit(node)
+    def _check_path(self, node: ast.AST, path: str) -> None:
+        """Rules for a dotted path reached from an imported module (import, attribute, from-import)."""
+        if path in ALLOWED_PRIVATE:
+            return
+        parts = path.split(".")
+        for part in parts[1:]:
+            if part.startswith("_"):
+                self._flag(node, f"private or dunder name {path}")
+                return
+            if part in DENIED_ATTRS or HOOK_ATTR.match(part):
+                self._flag(node, f"forbidden API {path}")
+                return
+        if path.startswith(OPEN_UNDER_DENIED):
+            return
+        for denied in DENIED_PATHS:
+            if path == denied or path.startswith(denied + "."):
+                self._flag(node, f"forbidden API {path}")
+                return
 
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        module = node.module or ""
-        if node.level:
-            self._flag(node, "relative import")
-        for alias in node.names:
-            full = f"{module}.{alias.name}" if module else alias.name
-            if self._module_forbidden(module) or self._module_forbidden(full):
-                self._flag(node, f"import of {full}")
-            if module == "os" and alias.name in FORBIDDEN_OS_CALLS:
-                self._flag(node, f"import of os.{alias.name}")
-            if module == "sys" and alias.name in FORBIDDEN_SYS_ATTRS:
-                self._flag(node, f"import of sys.{alias.name}")
-            self.aliases[alias.asname or alias.name] = full
-        self.generic_visit(node)
+    def _check_attr_name(self, node: ast.AST, attr: str, receiver: ast.AST, in_call: bool) -> None:
+        """Rules for `.attr` on a value that is not a module path."""
+        if _dunder(attr):
+            if not (attr in DUNDER_DEFS and in_call):
+                self._flag(node, f"dunder attribute .{attr}")
+        elif attr.startswith("_"):
+            if not (isinstance(receiver, ast.Name) and receiver.id in OWN_RECEIVERS | {"cls"} | self.classes):
+                self._flag(node, f"private attribute .{attr} of another object")
+        elif attr in DENIED_ATTRS or HOOK_ATTR.match(attr):
+            self._flag(node, f"forbidden attribute .{attr}")
 
-    def visit_Name(self, node: ast.Name) -> None:
-        if node.id in FORBIDDEN_BUILTINS and node.id not in self.aliases:
-            self._flag(node, f"use of builtin {node.id}")
-        self.generic_visit(node)
+    def _attribute(self, node: ast.Attribute, in_call: bool) -> None:
+        if in_call and node.attr in DUNDER_DEFS:  # `nn.Module.__init__(self)`, `super().__init__()`
+            full = self._resolve(node.value)
+            if full is not None:
+                self._check_path(node, full)
+            return
+        full = self._resolve(node)
+        if full is not None:
+            self._check_path(node, full)
+        else:
+            self._check_attr_name(node, node.attr, node.value, in_call)
 
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        full = self._resolve(node) or ""
-        root = full.partition(".")[0]
-        if root == "os" and node.attr in FORBIDDEN_OS_CALLS:
-            self._flag(node, f"use of {full}")
-        if root == "sys" and node.attr in FORBIDDEN_SYS_ATTRS:
-            self._flag(node, f"use of {full}")
-        if root == "torch" and node.attr in STREAM_ATTRS:
-            self._flag(node, f"stream API {full}")
-        if node.attr in {"__globals__", "__builtins__", "__subclasses__", "f_back", "f_locals", "f_globals"}:
-            self._flag(node, f"introspection through .{node.attr}")
-        self.generic_visit(node)
+    def _check_store(self, target: ast.AST, node: ast.AST) -> None:
+        """Assignment into an attribute or item of a module, a library class or a type(): monkey-patching.
 
-    def _check_target(self, target: ast.AST, node: ast.AST) -> None:
+        Module and class objects cannot travel into other names (see _check_value), so a store through
+        any other local name lands in an object the candidate created."""
         if isinstance(target, (ast.Tuple, ast.List)):
             for elt in target.elts:
-                self._check_target(elt, node)
+                self._check_store(elt, node)
+            return
+        if isinstance(target, ast.Starred):
+            self._check_store(target.value, node)
+            return
+        if isinstance(target, ast.Name):
+            if _dunder(target.id):
+                self._flag(node, f"assignment to {target.id}")
+            elif target.id in OWN_RECEIVERS and self.jit_locals is None:
+                self._flag(node, f"rebinding {target.id}")
             return
         if isinstance(target, (ast.Attribute, ast.Subscript)):
             root = _root(target)
-            base = self._resolve(root) if isinstance(root, ast.Name) else None
-            if base and base.partition(".")[0] in PROTECTED_ROOTS:
-                self._flag(node, f"assignment into {base} (monkey-patching)")
+            if isinstance(root, ast.Name) and root.id not in self.aliases and root.id not in self.type_values:
+                return
+            what = self._resolve(target) or ast.unparse(target)
+            self._flag(node, f"assignment to {what}, not an object the candidate created (monkey-patching)")
 
-    def visit_Assign(self, node: ast.Assign) -> None:
-        for t in node.targets:
-            self._check_target(t, node)
+    def _check_value(self, node: ast.AST, what: str) -> None:
+        """A module, a library class or a type() result may be called, subclassed, compared, named in an
+        annotation or aliased by a plain `X = ...`, never carried as a value (in a container, argument,
+        return, default, class attribute), where no static rule could follow it to a monkey-patch."""
+        child, parent = node, self.parents.get(id(node))
+        if isinstance(parent, ast.Call) and (parent.func is child or (
+                child in parent.args[:1] and isinstance(parent.func, ast.Name) and parent.func.id in ATTR_BUILTINS)):
+            return
+        if isinstance(parent, (ast.Compare, ast.ExceptHandler)):
+            return
+        if isinstance(parent, ast.ClassDef) and child in parent.bases:
+            return
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and child in parent.decorator_list:
+            return
+        if isinstance(parent, (ast.Assign, ast.NamedExpr, ast.AnnAssign)) and parent.value is child:
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            if all(isinstance(t, ast.Name) for t in targets) and not isinstance(self.parents.get(id(parent)),
+                                                                                ast.ClassDef):
+                return
+        if isinstance(parent, ast.Tuple):
+            grand = self.parents.get(id(parent))
+            if isinstance(grand, ast.ExceptHandler) or (isinstance(grand, ast.Call) and parent in grand.args[1:2]
+                                                         and isinstance(grand.func, ast.Name)
+                                                         and grand.func.id in {"isinstance", "issubclass"}):
+                return
+        if isinstance(parent, ast.Call) and child in parent.args[1:2] and isinstance(parent.func, ast.Name) \
+                and parent.func.id in {"isinstance", "issubclass"}:
+            return
+        while parent is not None:  # inside an annotation
+            if (isinstance(parent, ast.arg) and parent.annotation is child) or (
+                    isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and parent.returns is child) or (
+                    isinstance(parent, ast.AnnAssign) and parent.annotation is child):
+                return
+            child, parent = parent, self.parents.get(id(parent))
+        self._flag(node, f"{what} used as a value (only called, subclassed, compared or aliased)")
+
+    @staticmethod
+    def _module_or_class(path: str) -> bool:
+        """Modules, and the classes whose patching reaches every tensor or module; other library classes
+        (`norm_layer=nn.LayerNorm`) may be passed around like functions."""
+        return path.rsplit(".", 1)[-1] in MODULE_NAMES or path in GLOBAL_CLASSES
+
+    # ------------------------------------------------------------------ imports
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.name not in ALLOWED_MODULES:
+                self._flag(node, f"import of {alias.name} (not on the allow-list)")
+            if alias.asname:
+                self.aliases[alias.asname] = alias.name
+            else:
+                head = alias.name.partition(".")[0]
+                self.aliases[head] = head
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level or module not in ALLOWED_MODULES:
+            self._flag(node, f"import from {'.' * node.level}{module} (not on the allow-list)")
+        for alias in node.names:
+            full = f"{module}.{alias.name}"
+            if alias.name == "*":
+                self._flag(node, f"star import from {module}")
+                continue
+            if module != "__future__":
+                self._check_path(node, full)
+            self.aliases[alias.asname or alias.name] = full
+
+    # ------------------------------------------------------------------ names and attributes
+    def visit_Name(self, node: ast.Name) -> None:
+        if id(node) in self.ok_nodes:
+            return
+        if node.id in DENIED_BUILTINS:
+            self._flag(node, f"use of {node.id}")
+        elif node.id in ATTR_BUILTINS:
+            self._flag(node, f"{node.id} used other than as a call with a literal attribute name")
+        elif node.id == "type" and isinstance(node.ctx, ast.Load):
+            self._flag(node, "type used other than as type(x)")
+        elif _dunder(node.id) and not (node.id == "__name__" and isinstance(node.ctx, ast.Load)):
+            self._flag(node, f"dunder name {node.id}")
+        elif node.id in self.aliases and isinstance(node.ctx, ast.Load):
+            self._check_path(node, self.aliases[node.id])
+            if self._module_or_class(self.aliases[node.id]) and not self._chain_prefix(node):
+                self._check_value(node, f"module or class {self.aliases[node.id]}")
+        elif node.id in self.type_values and isinstance(node.ctx, ast.Load) and not self._chain_prefix(node):
+            self._check_value(node, f"type() result {node.id}")
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        full = self._resolve(node)
+        if id(node) not in self.ok_nodes and not (full is not None and self._chain_prefix(node)):
+            self._attribute(node, in_call=False)  # a module path is judged whole, at its longest chain
+        if full is not None and isinstance(node.ctx, ast.Load) and self._module_or_class(full) \
+                and not self._chain_prefix(node):
+            self._check_value(node, f"module or class {full}")
+        self.visit(node.value)
+
+    def _chain_prefix(self, node: ast.AST) -> bool:
+        parent = self.parents.get(id(node))
+        return isinstance(parent, ast.Attribute) and parent.value is node
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in ATTR_BUILTINS:
+            self.ok_nodes.add(id(func))
+            self._attr_builtin(node, func.id)
+        elif isinstance(func, ast.Name) and func.id == "type":
+            self.ok_nodes.add(id(func))
+            if len(node.args) != 1 or node.keywords:
+                self._flag(node, "type() with other than one argument (class creation)")
+            elif not isinstance(self.parents.get(id(node)), ast.Compare):
+                self._check_value(node, "type() result")
+        elif isinstance(func, ast.Attribute):
+            self.ok_nodes.add(id(func))
+            self._attribute(func, in_call=True)
+        if self.jit_locals is not None:
+            self._jit_call(node)
         self.generic_visit(node)
 
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self._check_target(node.target, node)
+    def _attr_builtin(self, node: ast.Call, builtin: str) -> None:
+        """getattr & co.: a literal name is judged as the attribute it names; a computed one only on self."""
+        if len(node.args) < 2:
+            self._flag(node, f"{builtin} without an attribute name")
+            return
+        obj, name = node.args[0], node.args[1]
+        if isinstance(name, ast.Constant) and isinstance(name.value, str):
+            synthetic = ast.copy_location(ast.Attribute(value=obj, attr=name.value, ctx=ast.Load()), node)
+            self._attribute(synthetic, in_call=False)
+            if builtin in {"setattr", "delattr"}:
+                self._check_store(ast.copy_location(ast.Attribute(value=obj, attr=name.value, ctx=ast.Store()),
+                                                    node), node)
+        elif self._resolve(obj) is not None or not _safe_computed_name(name):
+            self._flag(node, f"{builtin} with a computed attribute name")
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> None:
+        for attr in node.kwd_attrs:  # `case C(__dict__=d)` reads the attribute by name
+            self._check_attr_name(node, attr, node.cls, in_call=False)
+        self.generic_visit(node)
+
+    # ------------------------------------------------------------------ stores
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for t in node.targets:
+            self._check_store(t, node)
+        self._track_binding(node.targets, node.value)
         self.generic_visit(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self._check_target(node.target, node)
+        self._check_store(node.target, node)
+        if node.value is not None:
+            self._track_binding([node.target], node.value)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._check_store(node.target, node)
         self.generic_visit(node)
 
     def visit_Delete(self, node: ast.Delete) -> None:
         for t in node.targets:
-            self._check_target(t, node)
+            self._check_store(t, node)
         self.generic_visit(node)
 
-    def visit_Call(self, node: ast.Call) -> None:
-        func = self._resolve(node.func) or ""
-        if func in {"setattr", "delattr"} and node.args:
-            root = _root(node.args[0])
-            base = self._resolve(root) if isinstance(root, ast.Name) else None
-            if base and base.partition(".")[0] in PROTECTED_ROOTS:
-                self._flag(node, f"{func} on {base} (monkey-patching)")
-        if func in {"open", "io.open", "os.open", "builtins.open"} and self._opens_for_writing(node):
-            self._flag(node, "open() for writing")
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self._check_store(node.target, node)
+        self._track_binding([node.target], node.value)
         self.generic_visit(node)
 
-    @staticmethod
-    def _opens_for_writing(node: ast.Call) -> bool:
-        mode = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg in {"mode", "flags"}), None)
-        if mode is None:
-            return False
-        if isinstance(mode, ast.Constant) and isinstance(mode.value, str):
-            return any(c in mode.value for c in "wax+")
-        return True  # a computed mode or os.O_* flags: assume the worst
+    def _track_binding(self, targets: list[ast.AST], value: ast.AST) -> None:
+        """`T = torch.Tensor` makes T a module path (checked as such), `t = type(x)` a class; any other
+        binding of the name drops both."""
+        path = self._resolve(value)
+        is_type = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "type"
+        for t in targets:
+            if not isinstance(t, ast.Name):
+                continue
+            self.aliases.pop(t.id, None)
+            self.type_values.discard(t.id)
+            if path is not None:
+                self.aliases[t.id] = path
+            elif is_type:
+                self.type_values.add(t.id)
 
+    # ------------------------------------------------------------------ definitions
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if _dunder(node.name):
+            self._flag(node, f"class named {node.name}")
         for base in node.bases:
-            if (self._resolve(base) or "") in {"torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"}:
+            if (self._resolve(base) or "") in TENSOR_CLASSES:
                 self._flag(node, f"class {node.name} subclasses torch.Tensor")
+        for kw in node.keywords:
+            self._flag(node, f"class keyword {kw.arg}= (metaclass machinery)")
         self.generic_visit(node)
 
-    def _is_triton_jit(self, deco: ast.AST) -> bool:
-        target = deco.func if isinstance(deco, ast.Call) else deco
-        name = self._resolve(target) or ""
-        return name.startswith("triton") and name.rsplit(".", 1)[-1] == "jit"
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        if any(self._is_triton_jit(d) for d in node.decorator_list):
-            self.kernels.append(node.name)
-        self.generic_visit(node)
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if _dunder(node.name) and node.name not in DUNDER_DEFS:
+            self._flag(node, f"defines {node.name}")
+        if node.name not in self.jit_names or self.jit_locals is not None:
+            self.generic_visit(node)
+            return
+        self.kernels.append(node.name)
+        if LIBRARY_KERNEL_NAME.match(node.name):
+            self._flag(node, f"kernel name {node.name} imitates a library kernel name")
+        for deco in node.decorator_list:
+            self.visit(deco)
+        self.jit_locals = self._locals_of(node)
+        try:
+            for stmt in node.body:
+                self.visit(stmt)
+        finally:
+            self.jit_locals = None
+        self.visit(node.args)
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        if self.jit_locals is not None:
+            self._flag(node, "lambda inside a @triton.jit body")
+        self.generic_visit(node)
+
+    @staticmethod
+    def _locals_of(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+        names = {a.arg for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
+        for sub in ast.walk(fn):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                names.add(sub.id)
+        return names
+
+    def _jit_call(self, node: ast.Call) -> None:
+        """Inside a jit body: Triton ops, Triton's builtins, other jit functions, tensor methods on locals."""
+        assert self.jit_locals is not None
+        func = node.func
+        path = self._resolve(func)
+        if path is not None:
+            if not (path.startswith(("triton.language.", *JIT_SCALAR_MODULES)) or path in JIT_HOST_CALLS):
+                self._flag(node, f"call to {path} inside a @triton.jit body (only triton.language operations)")
+            return
+        if isinstance(func, ast.Name):
+            if func.id in self.jit_names or (func.id in JIT_BUILTINS and func.id not in self.jit_locals):
+                return
+            self._flag(node, f"call to {func.id} inside a @triton.jit body (not a jit function or Triton builtin)")
+            return
+        if isinstance(func, ast.Attribute):
+            receiver = _root(func.value)
+            if isinstance(receiver, ast.Name) and receiver.id not in self.jit_locals and receiver is func.value:
+                self._flag(node, f"call to {ast.unparse(func)} inside a @triton.jit body (a global object's method)")
+            elif func.attr not in TENSOR_METHODS:
+                self._flag(node, f"call to .{func.attr}() inside a @triton.jit body (not a Triton tensor method)")
+            return
+        self._flag(node, f"call to {ast.unparse(func)} inside a @triton.jit body")
+
+
+def _line_of(violation: str) -> int:
+    head = violation.split(":", 1)[0].removeprefix("line ")
+    return int(head) if head.isdigit() else 0
+
 
 def check_source(source: str, require_triton: bool = True) -> GateResult:
-    """Parse and scan a candidate; the first failing rule decides the error kind."""
+    """Parse and scan a candidate; every violation is listed with its line, the first five in the message."""
     try:
         tree = ast.parse(source, filename="candidate.py")
     except SyntaxError as e:
@@ -206,15 +538,17 @@ def check_source(source: str, require_triton: bool = True) -> GateResult:
         return GateResult(False, "syntax", f"unparsable source: {e}")
     except (RecursionError, MemoryError):
         return GateResult(False, "syntax", "source nested too deeply to parse")
-    scanner = _Scanner()
     try:
+        scanner = _Scanner(tree)
         scanner.visit(tree)
     except RecursionError:
         return GateResult(False, "forbidden", "source nested too deeply to check")
     if scanner.violations:
+        scanner.violations = sorted(dict.fromkeys(scanner.violations), key=_line_of)
         shown = "; ".join(scanner.violations[:5])
         more = f" (+{len(scanner.violations) - 5} more)" if len(scanner.violations) > 5 else ""
-        return GateResult(False, "forbidden", f"forbidden constructs: {shown}{more}", scanner.violations, scanner.kernels)
+        return GateResult(False, "forbidden", f"forbidden constructs: {shown}{more}", scanner.violations,
+                          scanner.kernels)
     if require_triton and not scanner.kernels:
         return GateResult(False, "no_triton", "no @triton.jit kernel in the candidate", [], [])
     return GateResult(True, triton_kernels=scanner.kernels)

@@ -1,13 +1,12 @@
-"""Prints 16 MB to stdout and stderr at import, then computes honestly. Expect: correct, reward > 0, captured output capped."""
+"""Prints 16 MB to stdout at import, then computes honestly. Expect: correct, reward > 0, captured output capped."""
 
-import sys
 import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
 
-sys.stdout.write('o' * (8 << 20))
-sys.stderr.write('e' * (8 << 20))
+print('o' * (8 << 20))
+print('e' * (8 << 20))
 
 
 @triton.jit
