@@ -1,23 +1,36 @@
-"""Runtime check that reference sources load: exec each one in a child process with torch.
+"""Runtime check that reference sources load: exec each one in a sandboxed child process with torch.
 
 A source passes when exec-ing it defines an `nn.Module` subclass named after the entry point and
 callable `get_inputs`/`get_init_inputs`. Neither is called: KernelBench inputs can be gigabytes.
-One child process checks every source (torch is imported once), so the cost is one torch import
-plus the module bodies. The child never shares memory with the caller, so a source that crashes
-or hangs costs a report, not the caller.
+
+User files are untrusted, so they never run in the caller's process, and the child applies the
+verifier's isolation (drkernel.verify.sandbox.isolate: own mount and network namespaces with every
+mount read-only except a private temp dir, rlimits, a scrubbed environment, its own process group)
+after importing torch and before exec-ing the first source. A source that writes to disk on import
+gets a read-only file system, one that reaches for the network finds none. The caller kills the
+child's whole process group when it is done, so nothing a source started outlives the check. Which
+isolation layers were active is returned with the verdicts (the OS may refuse some of them).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+from dataclasses import dataclass, field
 
 _CHILD = r"""
 import json, sys, traceback
-import torch.nn as nn
+spec = json.loads(sys.stdin.readline())
 items = [json.loads(line) for line in sys.stdin]  # read all first: a source may touch stdin
+import torch.nn as nn
+from drkernel.verify.sandbox import isolate
+layers = isolate(spec["workdir"], on_accelerator=False, memory_limit_mb=spec["memory_limit_mb"], env=spec["env"])
+print(json.dumps({"sandbox": layers}), flush=True)
 for item in items:
     ns = {"__name__": "reference_under_check"}
     try:
@@ -33,58 +46,81 @@ for item in items:
     print(json.dumps({"key": item["key"], "error": error}), flush=True)
 """
 
+# No accelerator and no network: a reference that fetches a model config fails fast, not after retries.
+_CHILD_ENV = {"OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
 
 class CheckerFailed(RuntimeError):
     """The checking process itself failed (not a verdict on any one source)."""
 
 
+@dataclass
+class LoadCheck:
+    """key -> None when the source loads, else the error; and what each sandbox layer did."""
+
+    verdicts: dict[str, str | None] = field(default_factory=dict)
+    sandbox: dict[str, str] = field(default_factory=dict)
+
+
 def check_loadable(
-    sources: dict[str, str], entry_point: str = "Model", timeout_s: float = 300.0
-) -> dict[str, str | None]:
-    """key -> None when the source loads, else the error. `sources` maps a key (the path) to code."""
+    sources: dict[str, str], entry_point: str = "Model", timeout_s: float = 300.0, memory_limit_mb: int | None = 16384
+) -> LoadCheck:
+    """Exec every source (keyed by its path) once in one sandboxed child; torch is imported once for all."""
     if not sources:
-        return {}
-    payload = "".join(
+        return LoadCheck()
+    workdir = tempfile.mkdtemp(prefix="drkernel-refcheck-")
+    spec = {"workdir": workdir, "memory_limit_mb": memory_limit_mb, "env": _CHILD_ENV}
+    payload = json.dumps(spec) + "\n" + "".join(
         json.dumps({"key": k, "source": s, "entry_point": entry_point}) + "\n" for k, s in sources.items()
     )
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH")}
-    # No accelerator and no network: a reference that fetches a model config fails fast, not after retries.
-    env.update(OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env.update(_CHILD_ENV)
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
     try:
-        proc = subprocess.run(
-            [sys.executable, "-c", _CHILD],
-            input=payload,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env=env,
-        )
-    except subprocess.TimeoutExpired as e:
-        done = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        raise CheckerFailed(f"load check timed out after {timeout_s:.0f}s; {_progress(done, sources)}") from None
-    results = _parse(proc.stdout)
-    if len(results) < len(sources):
+        stdout, stderr = proc.communicate(payload, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        stdout, _ = proc.communicate()
+        raise CheckerFailed(f"load check timed out after {timeout_s:.0f}s; {_progress(stdout, sources)}") from None
+    finally:
+        _kill_group(proc)
+        shutil.rmtree(workdir, ignore_errors=True)
+    check = _parse(stdout)
+    if len(check.verdicts) < len(sources):
         raise CheckerFailed(
-            f"load check process exited with {proc.returncode}; {_progress(proc.stdout, sources)}; "
-            f"stderr: {proc.stderr.strip()[-500:]}"
+            f"load check process exited with {proc.returncode}; {_progress(stdout, sources)}; "
+            f"stderr: {stderr.strip()[-500:]}"
         )
-    return results
+    return check
 
 
-def _parse(stdout: str) -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
+def _kill_group(proc: subprocess.Popen) -> None:
+    """The child made itself a process-group leader (isolate calls setsid): kill all it started, then it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # no group yet (it died before setsid) or already gone
+    if proc.poll() is None:
+        proc.kill()
+
+
+def _parse(stdout: str) -> LoadCheck:
+    check = LoadCheck()
     for line in stdout.splitlines():
         try:
             item = json.loads(line)
         except json.JSONDecodeError:
             continue  # a reference printed to stdout at import time
         if isinstance(item, dict) and set(item) == {"key", "error"}:
-            out[item["key"]] = item["error"]
-    return out
+            check.verdicts[item["key"]] = item["error"]
+        elif isinstance(item, dict) and set(item) == {"sandbox"} and not check.sandbox and not check.verdicts:
+            check.sandbox = item["sandbox"]  # only the line printed before any source ran is believed
+    return check
 
 
 def _progress(stdout: str, sources: dict[str, str]) -> str:
     """Which source the child was on when it died (the first one without a result)."""
-    done = _parse(stdout)
+    done = _parse(stdout).verdicts
     pending = [k for k in sources if k not in done]
     return f"{len(done)} of {len(sources)} checked, stopped at {pending[0]}" if pending else "all checked"

@@ -9,8 +9,9 @@ the verifier checks candidates against. Strictness is split on purpose:
   `repo_name`, `type`; the validation set carries `name`, `problem_id`) are kept as they are, so
   reading and writing a row loses nothing.
 
-Parquet readers hand back numpy arrays for list columns and sometimes JSON strings for nested
-columns (the recipe's engine accepts `reward_model` as either); `parse_row` normalizes both.
+Parquet readers hand back numpy arrays for list columns, and exports store nested columns
+(`prompt`, `reward_model`, `extra_info`) either as structs or as JSON strings (the recipe's engine and
+our SFT path accept both); `parse_row` normalizes every form.
 """
 
 from __future__ import annotations
@@ -27,13 +28,23 @@ DEFAULT_ABILITY = "kernel_optimization"
 
 
 class RowError(ValueError):
-    """A row that does not fit the schema; names the row index and the offending field."""
+    """A row that does not fit the schema: names the file, the row index in it, the uuid and the field.
 
-    def __init__(self, index: int | None, field: str, message: str):
+    `index` is the row's position in its file (never a shuffled position), so a user can find it.
+    """
+
+    def __init__(self, index: int | None, field: str, message: str, *, file: str | None = None,
+                 uuid: str | None = None):
         self.index = index
         self.field = field
         self.message = message
+        self.file = file
+        self.uuid = uuid
         where = f"row {index}" if index is not None else "row"
+        if uuid:
+            where += f" (uuid {uuid})"
+        if file:
+            where = f"{file}: {where}"
         super().__init__(f"{where}: {field}: {message}")
 
 
@@ -96,15 +107,15 @@ class TaskRow(BaseModel):
     reward_model: RewardModel
     extra_info: ExtraInfo = Field(default_factory=ExtraInfo)
 
-    @field_validator("reward_model", "extra_info", mode="before")
+    @field_validator("prompt", "reward_model", "extra_info", mode="before")
     @classmethod
-    def _json_or_mapping(cls, value: Any) -> Any:
-        """The recipe accepts nested columns as JSON strings too."""
+    def _json_or_nested(cls, value: Any) -> Any:
+        """Exports store nested columns as JSON strings too; SFT accepts a JSON prompt, so RL does as well."""
         if isinstance(value, str):
             try:
                 return json.loads(value)
             except json.JSONDecodeError as e:
-                raise ValueError(f"not a mapping and not valid JSON: {e}") from None
+                raise ValueError(f"a string that is not valid JSON: {e}") from None
         return value
 
     @field_validator("prompt")
@@ -155,14 +166,33 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def parse_row(raw: Mapping[str, Any], index: int | None = None) -> TaskRow:
-    """Validate one raw row; on failure raise RowError naming `index` and the first bad field."""
+def raw_uuid(raw: Any) -> str | None:
+    """Best-effort uuid of a row that may not validate, so an error report can name it."""
     if not isinstance(raw, Mapping):
-        raise RowError(index, "<row>", f"expected a mapping, got {type(raw).__name__}")
+        return None
+    extra = raw.get("extra_info")
+    if isinstance(extra, str):
+        try:
+            extra = json.loads(extra)
+        except json.JSONDecodeError:
+            return None
+    if not isinstance(extra, Mapping):
+        return None
+    for key in ("uuid", "problem_id"):
+        value = extra.get(key)
+        if isinstance(value, (str, int, np.integer)) and str(value):
+            return str(value)
+    return None
+
+
+def parse_row(raw: Mapping[str, Any], index: int | None = None, file: str | None = None) -> TaskRow:
+    """Validate one raw row; on failure raise RowError naming the file, `index`, uuid and the first bad field."""
+    if not isinstance(raw, Mapping):
+        raise RowError(index, "<row>", f"expected a mapping, got {type(raw).__name__}", file=file)
     try:
         return TaskRow.model_validate(_plain(raw))
     except ValidationError as e:
         first = e.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "<row>"
         more = f" (+{e.error_count() - 1} more)" if e.error_count() > 1 else ""
-        raise RowError(index, field, f"{first['msg']}{more}") from None
+        raise RowError(index, field, f"{first['msg']}{more}", file=file, uuid=raw_uuid(raw)) from None

@@ -1,4 +1,5 @@
-"""Parquet reading: nested columns as structs or JSON strings; bad rows listed, never dropped silently."""
+"""Parquet reading: a file or a folder, nested columns as structs or JSON strings per file, one validation
+pass that names every bad row by file, row, uuid and field, never dropping one silently."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from drkernel.data.reader import DataFormatError, read_rows, write_rows
+from drkernel.data.reader import DataFormatError, read_rows, scan, write_rows
 from drkernel.data.schema import parse_row
 
 REFERENCE = "import torch\nclass Model(torch.nn.Module):\n    pass\n"
@@ -52,14 +53,63 @@ def test_bad_rows_fail_the_read_with_every_index(tmp_path):
     with pytest.raises(DataFormatError) as info:
         read_rows(tmp_path / "bad.parquet")
     assert [(e.index, e.field) for e in info.value.errors] == [(1, "reward_model.ground_truth"), (4, "prompt")]
-    assert "2 invalid row(s)" in str(info.value) and "row 1: reward_model.ground_truth" in str(info.value)
+    assert "2 invalid row(s)" in str(info.value)
+    assert f"{tmp_path / 'bad.parquet'}: row 1 (uuid u1): reward_model.ground_truth" in str(info.value)
     rows, rejected = read_rows(tmp_path / "bad.parquet", skip_invalid=True)
     assert [r.task_uuid for r in rows] == ["u0", "u2", "u3", "u5"] and len(rejected) == 2
+
+
+def as_json_strings(records, columns=("prompt", "reward_model", "extra_info")):
+    return [{**r, **{c: json.dumps(r[c]) for c in columns}} for r in records]
+
+
+def test_a_folder_mixing_struct_and_json_string_files(tmp_path):
+    """An 8-file export can be validated, not only trained on; Arrow never has to cast one form to the other."""
+    records = make_records(9)
+    folder = tmp_path / "export"
+    (folder / "sub").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(records[:3]), folder / "a-00000.parquet")
+    pq.write_table(pa.Table.from_pylist(as_json_strings(records[3:6])), folder / "a-00001.parquet")
+    pq.write_table(pa.Table.from_pylist(as_json_strings(records[6:], ("prompt",))), folder / "sub" / "b.parquet")
+    (folder / "README.md").write_text("not data")
+    rows, rejected = read_rows(folder)
+    assert rejected == [] and [r.task_uuid for r in rows] == [f"u{i}" for i in range(9)]
+    assert rows == [parse_row(r) for r in records]
+
+
+def test_bad_rows_across_files_are_named_by_file_row_and_uuid(tmp_path):
+    good, bad = make_records(4), make_records(5)
+    for i, r in enumerate(bad):
+        r["extra_info"]["uuid"] = f"b{i}"
+    bad[3]["prompt"] = [{"role": "user"}]
+    pq.write_table(pa.Table.from_pylist(good), tmp_path / "0.parquet")
+    pq.write_table(pa.Table.from_pylist(as_json_strings(bad)), tmp_path / "1.parquet")
+    with pytest.raises(DataFormatError) as info:
+        scan(tmp_path)
+    (error,) = info.value.errors
+    assert (error.file, error.index, error.uuid, error.field) == (str(tmp_path / "1.parquet"), 3, "b3", "prompt.0.content")
+    result = scan(tmp_path, skip_invalid=True)
+    assert (result.num_rows, result.num_valid, result.num_invalid) == (9, 8, 1)
+    assert [list(f.valid) for f in result.files] == [[0, 1, 2, 3], [0, 1, 2, 4]]
+
+
+def test_a_file_missing_a_column_is_one_error_counting_its_rows(tmp_path):
+    records = make_records(3)
+    pq.write_table(pa.Table.from_pylist(records), tmp_path / "0.parquet")
+    pq.write_table(pa.Table.from_pylist([{k: v for k, v in r.items() if k != "reward_model"} for r in records]),
+                   tmp_path / "1.parquet")
+    result = scan(tmp_path, skip_invalid=True)
+    assert result.num_invalid == 3 and result.num_valid == 3
+    assert [str(e) for e in result.errors] == [f"{tmp_path / '1.parquet'}: row: reward_model: column missing "
+                                               "from this file (3 rows)"]
 
 
 def test_missing_and_unreadable_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.parquet"):
         read_rows(tmp_path / "nope.parquet")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no .parquet files in the prompt folder"):
+        read_rows(tmp_path / "empty")
     (tmp_path / "junk.parquet").write_text("not parquet")
     with pytest.raises(DataFormatError, match="junk.parquet: 1 invalid row.*not a readable parquet file"):
         read_rows(tmp_path / "junk.parquet")

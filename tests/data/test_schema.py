@@ -88,13 +88,13 @@ def test_bad_rows_name_index_and_field(change, field):
     with pytest.raises(RowError) as info:
         parse_row(recipe_like_row(**change), index=41)
     assert info.value.index == 41 and info.value.field == field
-    assert str(info.value).startswith(f"row 41: {field}: ")
+    assert str(info.value).startswith(f"row 41 (uuid abc-1): {field}: ")
 
 
 def test_missing_column_and_non_mapping():
     raw = recipe_like_row()
     del raw["reward_model"]
-    with pytest.raises(RowError, match="row 3: reward_model: Field required"):
+    with pytest.raises(RowError, match=r"row 3 \(uuid abc-1\): reward_model: Field required"):
         parse_row(raw, 3)
     with pytest.raises(RowError, match="row 0: <row>: expected a mapping"):
         parse_row(["not", "a", "row"], 0)
@@ -103,3 +103,23 @@ def test_missing_column_and_non_mapping():
 def test_task_row_is_the_model_for_typed_access():
     row = TaskRow.model_validate(recipe_like_row())
     assert row.extra_info.level == 2 and row.prompt[0].role == "user"
+
+
+def test_prompt_as_json_string_is_accepted_like_sft():
+    """Exports store the chat list as a JSON string too; the RL path reads it as SFT does."""
+    messages = [{"role": "system", "content": "be fast"}, {"role": "user", "content": "optimize this"}]
+    row = parse_row(recipe_like_row(prompt=json.dumps(messages)))
+    assert [m.model_dump() for m in row.prompt] == messages
+    with pytest.raises(RowError, match=r"row 5 \(uuid abc-1\): prompt: .*not valid JSON"):
+        parse_row(recipe_like_row(prompt="optimize this"), 5)
+
+
+def test_errors_name_file_row_uuid_and_field():
+    raw = recipe_like_row(reward_model={"ground_truth": ""})
+    raw["extra_info"] = json.dumps(raw["extra_info"])  # the uuid is found in a JSON-string column too
+    with pytest.raises(RowError) as info:
+        parse_row(raw, 7, "pool/train-1.parquet")
+    error = info.value
+    assert (error.file, error.index, error.uuid, error.field) == ("pool/train-1.parquet", 7, "abc-1",
+                                                                  "reward_model.ground_truth")
+    assert str(error).startswith("pool/train-1.parquet: row 7 (uuid abc-1): reward_model.ground_truth: ")

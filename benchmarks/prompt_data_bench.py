@@ -1,0 +1,187 @@
+"""Prompt data at the dataset's scale: validation, epoch start, epoch boundary and resume, in rows/s.
+
+A synthetic pool shaped like hkust-nlp/drkernel-rl-data (71,996 rows: data_source 'cuda_llm', a
+one-turn user prompt that embeds the reference, ability 'kernel_optimization', reward_model
+{ground_truth, style 'rule'}, extra_info {entry_point, uuid, level, ops, module_name, original_prompt,
+repo_name, type}), several KB a row, written as 1 file of structs and as 8 files that alternate
+struct and JSON-string storage, with a few broken rows (the stream runs with skip_invalid).
+
+    python benchmarks/prompt_data_bench.py                       # 72k rows, 1 and 8 files
+    python benchmarks/prompt_data_bench.py --rows 2000 --files 1 # a smoke run
+    python benchmarks/prompt_data_bench.py --lengths 8000        # + token lengths of 8k rows (tiny tokenizer)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from drkernel.data.lengths import PromptLengths, percentiles  # noqa: E402
+from drkernel.data.reader import scan  # noqa: E402
+from drkernel.data.stream import PromptStream  # noqa: E402
+
+OPS = ["torch.relu", "torch.matmul", "torch.nn.Conv2d", "torch.softmax", "torch.sum", "torch.nn.LayerNorm",
+       "torch.tanh", "torch.nn.functional.gelu", "torch.bmm", "torch.max", "torch.nn.BatchNorm2d", "torch.exp"]
+BROKEN_EVERY = 9000  # one broken row per this many rows
+
+
+def reference(rng: random.Random, ops: list[str]) -> str:
+    """A KernelBench-style reference of 1-3 KB."""
+    body = "\n".join(f"        x = {op}(x)  # step {i}: {'keeps the shape ' * rng.randint(1, 4)}"
+                     for i, op in enumerate(ops * rng.randint(2, 6)))
+    doc = " ".join(rng.choice(["compute", "the", "tensor", "block", "fused", "kernel", "reduce"]) for _ in range(60))
+    return (f'import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    """{doc}"""\n\n'
+            f"    def __init__(self):\n        super().__init__()\n\n    def forward(self, x):\n{body}\n"
+            f"        return x\n\n\ndef get_inputs():\n    return [torch.randn({rng.randint(16, 4096)}, "
+            f"{rng.randint(16, 4096)})]\n\n\ndef get_init_inputs():\n    return []\n")
+
+
+def record(rng: random.Random, i: int) -> dict:
+    ops = rng.sample(OPS, rng.randint(1, 4))
+    ref = reference(rng, ops)
+    prompt = ("You write custom Triton kernels to replace the pytorch operators in the given architecture "
+              "to get speedups. " * rng.randint(4, 12) + f"\n\n```python\n{ref}```\n\nOptimize the architecture "
+              "named Model with custom Triton operators! Name your optimized output architecture ModelNew.")
+    return {
+        "data_source": "cuda_llm",
+        "prompt": [{"role": "user", "content": prompt}],
+        "ability": "kernel_optimization",
+        "reward_model": {"ground_truth": ref, "style": "rule"},
+        "extra_info": {"entry_point": "Model", "uuid": f"cudallm-{i:06d}", "level": rng.randint(1, 3),
+                       "ops": ops, "module_name": f"module_{i}", "original_prompt": prompt[:rng.randint(500, 1500)],
+                       "repo_name": f"someone/repo{i % 97}", "type": "pytorch"},
+    }
+
+
+def broken(rec: dict, i: int) -> dict:
+    rec = dict(rec)
+    rec["reward_model"] = {"ground_truth": "", "style": "rule"} if i % 2 else rec["reward_model"]
+    rec["prompt"] = rec["prompt"] if i % 2 else [{"role": "assistant", "content": "x"}]
+    return rec
+
+
+def write_pool(folder: Path, rows: int, files: int, seed: int = 0) -> tuple[Path, int]:
+    """The pool (one file, or a folder of `files`, alternating struct and JSON-string storage); bytes written."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    per_file = -(-rows // files)
+    written = 0
+    for f in range(files):
+        recs = [record(rng, i) for i in range(f * per_file, min(rows, (f + 1) * per_file))]
+        for k in range(BROKEN_EVERY // 2, len(recs), BROKEN_EVERY):
+            recs[k] = broken(recs[k], k)
+        if f % 2:  # an export that stores the nested columns as JSON strings
+            recs = [{**r, **{c: json.dumps(r[c]) for c in ("prompt", "reward_model", "extra_info")}} for r in recs]
+        path = folder / f"train-{f:05d}-of-{files:05d}.parquet"
+        pq.write_table(pa.Table.from_pylist(recs), path, row_group_size=1024)
+        written += path.stat().st_size
+    return (folder / "train-00000-of-00001.parquet" if files == 1 else folder), written
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def bench(path: Path, rows: int, batch_size: int) -> dict:
+    """Validation pass alone, then a stream: first batch, one epoch (boundary stall), resume."""
+    out: dict = {}
+    t = time.perf_counter()
+    result = scan(path, skip_invalid=True)
+    out["validate_s"] = time.perf_counter() - t
+    out["invalid"] = result.num_invalid
+    del result
+    t = time.perf_counter()
+    stream = PromptStream(path, batch_size, seed=1, skip_invalid=True)
+    stream.next_batch()
+    out["first_batch_s"] = time.perf_counter() - t
+    out["arrow_mb"] = pa.total_allocated_bytes() / 2**20
+    times = []
+    t = time.perf_counter()
+    while stream.epoch == 0:
+        b0 = time.perf_counter()
+        stream.next_batch()
+        times.append(time.perf_counter() - b0)
+    out["epoch_rows_per_s"] = stream.rows_per_epoch / (time.perf_counter() - t)
+    out["boundary_batch_ms"] = times[-1] * 1e3
+    out["median_batch_ms"] = float(np.median(times)) * 1e3
+    for _ in range(rows // batch_size // 3):
+        stream.next_batch()
+    state = stream.state_dict()
+    t = time.perf_counter()
+    stream.load_state_dict(state)  # on the running stream
+    stream.next_batch()
+    out["resume_running_ms"] = (time.perf_counter() - t) * 1e3
+    stream.close()
+    t = time.perf_counter()
+    with PromptStream(path, batch_size, seed=1, skip_invalid=True) as fresh:
+        fresh.load_state_dict(state)
+        fresh.next_batch()
+    out["resume_fresh_s"] = time.perf_counter() - t
+    out["peak_rss_mb"] = peak_rss_mb()
+    return out
+
+
+def bench_lengths(path: Path, rows: int, cache: Path) -> dict:
+    """Token lengths of the first `rows` valid rows with the tiny tokenizer: cold (tokenize) and warm (cache)."""
+    from drkernel.model.tokenizer import build_tokenizer
+
+    result = scan(path, skip_invalid=True, keep_tables=True)
+    tables = result.files[:1]
+    tables[0].valid = tables[0].valid[:rows]
+    texts = [json.dumps(r) for r in tables[0].table.slice(0, 2000).column("prompt").to_pylist()]
+    tokenizer = build_tokenizer(texts, vocab_size=4096)
+    out = {}
+    for label in ("cold", "warm"):
+        lengths = PromptLengths(tokenizer, cache)
+        t = time.perf_counter()
+        found = lengths.for_file(tables[0].path, tables[0].table, tables[0].valid)
+        out[f"lengths_{label}_rows_per_s"] = len(found) / (time.perf_counter() - t)
+    out["lengths"] = percentiles(found)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=72_000)
+    parser.add_argument("--files", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--lengths", type=int, default=0, help="also time token lengths of this many rows")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        for files in args.files:
+            t = time.perf_counter()
+            path, size = write_pool(Path(tmp) / f"pool{files}", args.rows, files)
+            print(f"wrote {args.rows} rows in {files} file(s): {size / 2**20:.0f} MB parquet "
+                  f"in {time.perf_counter() - t:.1f}s", flush=True)
+            r = bench(path, args.rows, args.batch_size)
+            print(f"  validation: {r['validate_s']:.2f}s = {args.rows / r['validate_s']:,.0f} rows/s "
+                  f"({r['invalid']} invalid rows found)")
+            print(f"  time to first batch (load + validate + order): {r['first_batch_s']:.2f}s "
+                  f"= {args.rows / r['first_batch_s']:,.0f} rows/s; Arrow memory {r['arrow_mb']:.0f} MB")
+            print(f"  one epoch at batch {args.batch_size}: {r['epoch_rows_per_s']:,.0f} rows/s; "
+                  f"batch across the epoch boundary {r['boundary_batch_ms']:.1f} ms "
+                  f"(median batch {r['median_batch_ms']:.1f} ms)")
+            print(f"  resume: load_state_dict on the running stream + next batch {r['resume_running_ms']:.1f} ms; "
+                  f"fresh stream + resume + next batch {r['resume_fresh_s']:.2f}s; peak RSS {r['peak_rss_mb']:.0f} MB",
+                  flush=True)
+            if args.lengths and files == args.files[0]:
+                r = bench_lengths(path, args.lengths, Path(tmp) / "cache")
+                print(f"  token lengths of {args.lengths} rows: cold {r['lengths_cold_rows_per_s']:,.0f} rows/s, "
+                      f"cached {r['lengths_warm_rows_per_s']:,.0f} rows/s; {r['lengths']}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
