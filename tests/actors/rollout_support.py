@@ -57,8 +57,8 @@ class FakePolicy:
 
 @ray.remote(num_cpus=0)
 class SlowVerifier:
-    """verify() with adversarial random latency (mostly fast, sometimes very slow). Candidates of 'flaky'
-    tasks raise on their first call, of 'poison' tasks on every call."""
+    """verify() with adversarial random latency (mostly fast, sometimes very slow). A sample of a 'flaky'
+    task raises on its first call, one of a 'poison' task on every call."""
 
     def __init__(self, seed: int = 0, slow_p: float = 0.1, slow_s: float = 0.4, fast_s: float = 0.03):
         self._rng = random.Random(seed)
@@ -70,8 +70,9 @@ class SlowVerifier:
         self.calls += 1
         slow = self._rng.random() < self._slow_p
         await asyncio.sleep(self._rng.uniform(0, self._slow_s if slow else self._fast_s))
-        if candidate.startswith("poison") or (candidate.startswith("flaky") and candidate not in self._seen):
-            self._seen.add(candidate)
+        sample = candidate.rsplit("/", 1)[0]  # kind/group/sample: a flaky sample fails once, then never
+        if candidate.startswith("poison") or (candidate.startswith("flaky") and sample not in self._seen):
+            self._seen.add(sample)
             raise RuntimeError(f"verifier replica lost while checking {candidate}")
         return {"correct": True, "compiled": True, "hack": None, "reward": 1.0}
 
@@ -114,11 +115,14 @@ async def train_loop(queue, policy, expected: int, batch_size: int, seed: int = 
     while True:
         stats = await queue.stats.remote()
         budget_ok &= stats["accepted"] + stats["running"] <= stats["budget"]
-        if len(consumed) + stats["dropped"] + stats["failed"] >= expected:
+        settled = len(consumed) + stats["dropped"] + stats["failed"]
+        if settled >= expected:
             return {"consumed": consumed, "lags": lags, "budget_ok": budget_ok, "stats": stats, "version": version}
         if time.monotonic() - start > deadline_s:
             raise AssertionError(f"trainer starved: {len(consumed)} of {expected} consumed; {stats}")
-        batch = await queue.get_batch.remote(batch_size, 0.5)
+        # The end of the data may leave less than a batch: take the rest once nothing else can arrive.
+        last = stats["running"] == 0 and settled + stats["ready"] >= expected and stats["ready"] < batch_size
+        batch = await queue.get_batch.remote(stats["ready"] if last and stats["ready"] else batch_size, 0.5)
         if not batch:
             continue
         for group in batch:
