@@ -1,0 +1,144 @@
+"""The policy deployment: a fixed number of replicas, each one engine, concurrent requests batched.
+
+In-cluster callers (rollout workers) use the handle; the trainer's weight publisher reaches every replica
+with Serve's broadcast:
+
+    handle = policy_handle(cfg.app_name)
+    out = await handle.generate.remote(prompt_ids, SamplingParams(temperature=1.0))      # GenerateOutput
+    acks = await handle.broadcast("load_weights", version, bucket_refs, manifest).results_async()
+    assert len(acks) == cfg.num_replicas      # then, and only then, the version advances
+
+`bucket_refs` is a list of ObjectRefs nested in a list, so Ray does not resolve them in transit: each replica
+fetches them itself inside `load_weights` (timed), copies them in place and drops them. A push waits for the
+batch that is running and blocks new ones meanwhile; the running batch finishes on the old weights and
+is stamped with the old version (serve_apps/policy_engine.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import Any
+
+import ray
+from ray import serve
+from ray.serve import Application
+from ray.serve.handle import DeploymentHandle
+
+from drkernel.config.train import PolicyConfig
+from drkernel.model.weights import WeightsManifest
+from drkernel.rollout.types import GenerateOutput, SamplingParams
+from drkernel.verify.devices import probe_availability, resolve_device
+from serve_apps.policy_engine import TransformersEngine, make_engine
+
+DEPLOYMENT_NAME = "PolicyReplica"
+CONTROL_SLOTS = 8  # request slots beyond two batches, so load_weights/version/stats never queue behind generation
+
+
+def policy_handle(app_name: str) -> DeploymentHandle:
+    """Handle to the policy replicas of app `app_name` (PolicyConfig.app_name), for callers in the cluster."""
+    return serve.get_deployment_handle(DEPLOYMENT_NAME, app_name=app_name)
+
+
+@serve.deployment(name=DEPLOYMENT_NAME)
+class PolicyReplica:
+    """One engine; requests arriving within `batch_wait_timeout_s` share one generate call."""
+
+    def __init__(self, config: dict[str, Any], model_path: str) -> None:
+        self.config = PolicyConfig.model_validate(config)
+        self.engine = make_engine(self.config, model_path)
+        self._generate_batched.set_max_batch_size(self.config.max_batch_size)
+        self._generate_batched.set_batch_wait_timeout_s(self.config.batch_wait_timeout_s)
+        self._calls = 0  # generate calls of the engine (batches)
+        self._requests = 0
+        self._largest_batch = 0
+        self._tokens = 0
+
+    async def generate(self, prompt_ids: list[int], sampling: SamplingParams | dict[str, Any]) -> GenerateOutput:
+        """One response; requests that arrive together run as one batch. Bad requests fail alone."""
+        params = sampling if isinstance(sampling, SamplingParams) else SamplingParams.model_validate(sampling)
+        prompt = [int(t) for t in prompt_ids]
+        if isinstance(self.engine, TransformersEngine):
+            self.engine.check_request(prompt, params)
+        return await self._generate_batched(prompt, params)
+
+    @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.05)  # overridden from the config in __init__
+    async def _generate_batched(
+        self, prompts: list[list[int]], samplings: list[SamplingParams]
+    ) -> list[GenerateOutput]:
+        self._calls += 1
+        self._requests += len(prompts)
+        self._largest_batch = max(self._largest_batch, len(prompts))
+        outputs = await self.engine.generate_batch(prompts, samplings)
+        self._tokens += sum(len(o.token_ids) for o in outputs)
+        return outputs
+
+    async def load_weights(
+        self, version: int, bucket_refs: list[ray.ObjectRef], manifest: WeightsManifest
+    ) -> dict[str, Any]:
+        """Fetch the pushed buckets, copy them in once the running batch ends, and acknowledge.
+
+        A repeat of the version already loaded (a publisher retrying after a partial failure) is acknowledged
+        without copying; an older version is refused.
+        """
+        replica = serve.get_replica_context().replica_tag
+        if version == self.engine.version:
+            return {"version": version, "replica": replica, "loaded": False, "get_s": 0.0, "wait_s": 0.0,
+                    "load_s": 0.0, "bytes": 0}
+        start = time.perf_counter()
+        buckets = list(await asyncio.gather(*bucket_refs))  # zero-copy views of the object store on this node
+        fetched = time.perf_counter()
+        load_s = await self.engine.load_weights(version, buckets, manifest)
+        total = time.perf_counter() - fetched
+        del buckets  # release the plasma pins now, not at garbage collection
+        return {"version": version, "replica": replica, "loaded": True, "get_s": fetched - start,
+                "wait_s": max(total - load_s, 0.0), "load_s": load_s, "bytes": manifest.total_bytes}
+
+    async def version(self) -> int:
+        return self.engine.version
+
+    async def state_checksum(self) -> str:
+        """sha256 of this replica's parameters (equal to drkernel.model.weights.state_checksum of the trainer's)."""
+        return await self.engine.state_checksum()
+
+    async def stats(self) -> dict[str, Any]:
+        """Batching and load counters, for operators and tests."""
+        return {"replica": serve.get_replica_context().replica_tag, "version": self.engine.version,
+                "generate_calls": self._calls, "requests": self._requests, "largest_batch": self._largest_batch,
+                "tokens": self._tokens}
+
+
+def replica_actor_options(cfg: PolicyConfig) -> dict[str, Any]:
+    """Ray resources of one replica: its CPUs, and one GPU when the engine runs on cuda."""
+    options: dict[str, Any] = {"num_cpus": cfg.cpus_per_replica}
+    kind = cfg.device if cfg.device != "auto" else resolve_device("auto", probe_availability())
+    if kind == "cuda":
+        options["num_gpus"] = 1
+    elif kind == "npu":
+        options["resources"] = {"NPU": 1}
+    return options
+
+
+def build_policy_app(cfg: PolicyConfig, model_path: str | None = None) -> Application:
+    """The policy Serve application: the OpenAI-compatible HTTP ingress in front of `cfg.num_replicas`
+    replicas. Run it with `serve.run(app, name=cfg.app_name, route_prefix=cfg.route_prefix)`; it touches no
+    other application."""
+    from serve_apps.policy_http import PolicyIngress  # the ingress imports FastAPI; keep it off replica imports
+
+    path = model_path or cfg.model_path
+    if not path:
+        raise ValueError("no model: pass model_path or set policy.model_path")
+    replicas = PolicyReplica.options(
+        num_replicas=cfg.num_replicas,
+        ray_actor_options=replica_actor_options(cfg),
+        max_ongoing_requests=2 * cfg.max_batch_size + CONTROL_SLOTS,
+    ).bind(cfg.model_dump(), path)
+    token_env = cfg.api_token_env
+    ingress_actor: dict[str, Any] = {"num_cpus": 0}
+    token = os.environ.get(token_env)
+    if token:  # the ingress may start in a worker that did not inherit this environment
+        ingress_actor["runtime_env"] = {"env_vars": {token_env: token}}
+    return PolicyIngress.options(num_replicas=1, ray_actor_options=ingress_actor).bind(
+        replicas, cfg.model_dump(), path
+    )
