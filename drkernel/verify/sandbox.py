@@ -1,26 +1,54 @@
-"""Isolation of an evaluation child: what Linux lets an unprivileged-looking process do to itself.
+"""Isolation of an evaluation child: what Linux lets a process started as root do to itself.
 
-Each layer is tried independently and reported; when the OS refuses one (no CAP_SYS_ADMIN, a
-seccomp profile, a non-Linux host) the evaluation goes on with the layers that did apply and the
-result says which ones were active. Recipe measured in shared/research/sandbox_probe.md: on a GPU
-host /dev, /proc and /sys must stay writable or CUDA cannot initialise.
+Layers, each tried independently and reported in the returned dict (`details.isolation`); when the
+OS refuses one (no CAP_SYS_ADMIN, a seccomp profile, a user namespace without the uid, a non-Linux
+host) the evaluation goes on with the layers that did apply and the dict says which fell back and why:
+- own mount + network namespace, every mount read-only except the private dir (on a GPU host /dev,
+  /proc and /sys stay writable or CUDA cannot initialise: shared/research/sandbox_probe.md);
+- directories an unprivileged uid cannot traverse (a mode-700 home holding the interpreter, the
+  venv or the checkout) are shadowed by an empty tmpfs in that namespace, with only the paths the
+  child needs bound back, so the child can drop root and still import what it has not imported yet;
+- a PID namespace: the process forks once more and the code that continues is pid 1 of a fresh
+  namespace. The outer process only waits and passes the exit status on. Killing the outer process
+  (the pid the caller holds) kills pid 1 (parent-death signal), and the kernel then kills every
+  process left in the namespace, so nothing a candidate started survives, however it detached;
+- its own unprivileged uid and gid (derived from the host pid, so concurrent evaluations never share
+  one; no supplementary groups except those that own accelerator device nodes), no_new_privs, and
+  RLIMIT_NPROC, which the kernel enforces per uid: a fork bomb stops at the limit;
+- rlimits on core, file size and (CPU only) address space; a scrubbed environment.
 """
 
 from __future__ import annotations
 
 import ctypes
+import glob
 import os
 import resource
+import select
+import signal
+import stat
 import sys
 import tempfile
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
 MS_REMOUNT = 32
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+# Evaluation uids: UID_BASE + the host pid of the process that called isolate() (pid_max <= 2**22), far
+# above the ranges distributions and container runtimes hand out (subordinate uids start at 100000).
+UID_BASE = 0x7E000000
+# Accelerator device nodes the child must still open after dropping root (NVIDIA, DRM, Ascend).
+DEVICE_NODES = ("/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*", "/dev/davinci*", "/dev/devmm_svm",
+                "/dev/hisi_hdc", "/dev/kfd")
 
 _KEEP_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
              "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH", "NVIDIA_VISIBLE_DEVICES")
@@ -43,23 +71,211 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def _namespaces(private_dir: str, keep_writable: tuple[str, ...]) -> str:
-    """New mount + network namespace; everything but `private_dir` (and `keep_writable`) read-only."""
+def _world_searchable(path: str) -> bool:
+    try:
+        return bool(os.stat(path).st_mode & stat.S_IXOTH)
+    except OSError:
+        return False
+
+
+def _hidden_ancestor(path: str) -> str | None:
+    """The top-most directory above `path` that a uid other than its owner cannot traverse."""
+    current = "/"
+    for part in path.strip("/").split("/")[:-1]:
+        current = os.path.join(current, part)
+        if not _world_searchable(current):
+            return current
+    return None
+
+
+def needed_paths(private_dir: str) -> list[str]:
+    """What a child may still open after dropping root: the interpreter and its libraries, every import
+    root (sys.path and the folders of imported top-level packages, e.g. an editable checkout), the
+    private dir."""
+    found = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, private_dir,
+             os.path.dirname(os.path.realpath(sys.executable))}
+    found.update(p for p in sys.path if os.path.isabs(p))
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if "." not in name and isinstance(path, str):
+            found.add(os.path.dirname(os.path.dirname(path)) if path.endswith("__init__.py") else os.path.dirname(path))
+    return sorted({os.path.realpath(p) for p in found if p and os.path.exists(p)})
+
+
+def _expose(paths: list[str]) -> list[str]:
+    """In this mount namespace, shadow each untraversable ancestor of a needed path with an empty tmpfs
+    (mode 755) and bind the needed paths back into it; the rest of that directory disappears. Rounds
+    repeat for a locked directory further down a path that was bound back."""
+    shadowed: list[str] = []
+    for _ in range(8):
+        by_ancestor: dict[str, list[str]] = {}
+        for path in paths:
+            top = _hidden_ancestor(path)
+            if top is not None:
+                by_ancestor.setdefault(top, []).append(path)
+        if not by_ancestor:
+            break
+        for top in sorted(by_ancestor, key=len):
+            if any(_under(top, (done,)) for done in shadowed[-len(by_ancestor):] if done != top):
+                continue  # below a directory shadowed in this round: the next round sees it afresh
+            group = sorted(by_ancestor[top])
+            _shadow(top, [p for i, p in enumerate(group) if not any(_under(p, (q,)) for q in group[:i])])
+            shadowed.append(top)
+    return shadowed
+
+
+def _shadow(top: str, keep_paths: list[str]) -> None:
     libc = _libc()
-    if libc.unshare(CLONE_NEWNS | CLONE_NEWNET) != 0:
-        return f"unavailable (unshare: {os.strerror(ctypes.get_errno())})"
+    keep = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p in keep_paths}
+    try:
+        if libc.mount(b"tmpfs", top.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0755,size=1m") != 0:
+            raise OSError(ctypes.get_errno(), f"tmpfs over {top}: {os.strerror(ctypes.get_errno())}")
+        for path, fd in keep.items():
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(path, 0o755, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
+                open(path, "a").close()
+            if libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None) != 0:
+                raise OSError(ctypes.get_errno(), f"bind {path}: {os.strerror(ctypes.get_errno())}")
+    finally:
+        for fd in keep.values():
+            os.close(fd)
+
+
+def _namespaces(private_dir: str, keep_writable: tuple[str, ...], pid_namespace: bool,
+                expose: list[str] | None) -> tuple[str, str, str]:
+    """New mount + network (+ PID) namespace; everything but `private_dir` (and `keep_writable`) read-only.
+
+    Returns (mount/net status, PID namespace status, shadowed dirs). The PID namespace applies to
+    children only: the caller must fork next (see isolate)."""
+    libc = _libc()
+    flags = CLONE_NEWNS | CLONE_NEWNET
+    pid_status = "not requested"
+    if pid_namespace:
+        if libc.unshare(flags | CLONE_NEWPID) == 0:
+            flags, pid_status = 0, "pending"
+        else:
+            pid_status = f"unavailable (unshare: {os.strerror(ctypes.get_errno())})"
+    if flags and libc.unshare(flags) != 0:
+        return f"unavailable (unshare: {os.strerror(ctypes.get_errno())})", pid_status, "no mount namespace"
     if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        return f"network only (make / private: {os.strerror(ctypes.get_errno())})"
+        return f"network only (make / private: {os.strerror(ctypes.get_errno())})", pid_status, "not attempted"
     priv = os.path.realpath(private_dir)
+    shadowed = "nothing to expose"
+    if expose:
+        old_umask = os.umask(0o022)
+        try:
+            shadowed = ", ".join(_expose(expose)) or "nothing to expose"
+        except OSError as e:
+            shadowed = f"failed ({e})"
+        finally:
+            os.umask(old_umask)
     if libc.mount(priv.encode(), priv.encode(), None, MS_BIND | MS_REC, None) != 0:
-        return f"network only (bind private dir: {os.strerror(ctypes.get_errno())})"
+        return f"network only (bind private dir: {os.strerror(ctypes.get_errno())})", pid_status, shadowed
     failed = 0
     for point in _mount_points():
         if _under(point, (priv,)) or _under(point, keep_writable):
             continue
         if libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None) != 0:
             failed += 1
-    return "active" if failed == 0 else f"active ({failed} mounts stayed writable)"
+    status = "active" if failed == 0 else f"active ({failed} mounts stayed writable)"
+    return status, pid_status, shadowed
+
+
+def _enter_pid_namespace() -> int:
+    """Fork into the PID namespace unshared before; only the child (pid 1 there) returns, with the read
+    end of a pipe whose write end only the parent holds (see _arm_parent_death).
+
+    The parent keeps the caller-visible pid: it closes every inherited descriptor (so channels see EOF
+    when the child ends), waits, and leaves with the child's status, dying of the same signal if the
+    child was killed, so exit codes read as before. If the parent is killed, the child gets SIGKILL
+    (parent-death signal) and the kernel kills the whole namespace with it."""
+    alive_r, alive_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(alive_w)
+        _arm_parent_death(alive_r)
+        return alive_r
+    os.close(alive_r)
+    os.closerange(3, alive_w)  # keep alive_w: its closing (at this process's death) is the child's signal
+    os.closerange(alive_w + 1, max(_max_fd(), alive_w + 1))
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+        os.kill(os.getpid(), sig)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _arm_parent_death(alive_r: int | None) -> None:
+    """SIGKILL this process when its parent dies. The kernel clears this setting whenever the uid or gid
+    changes, so it is armed again after dropping privileges; a parent that died before the call is
+    seen as the closed pipe (or, without one, as a new parent)."""
+    parent = os.getppid()
+    _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if alive_r is not None:
+        if select.select([alive_r], [], [], 0)[0]:  # EOF: every write end is closed, the parent is gone
+            os._exit(1)
+    elif os.getppid() != parent:
+        os._exit(1)
+
+
+def _max_fd() -> int:
+    try:
+        return max(int(fd) for fd in os.listdir("/proc/self/fd")) + 1
+    except (OSError, ValueError):
+        return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def _device_groups() -> tuple[list[int], str | None]:
+    """Groups that open the accelerator device nodes for a non-root uid; a reason when none can."""
+    groups = set()
+    for pattern in DEVICE_NODES:
+        for node in glob.glob(pattern):
+            st = os.stat(node)
+            if not stat.S_ISCHR(st.st_mode) or st.st_mode & 0o006 == 0o006:
+                continue
+            if st.st_gid == 0 or st.st_mode & 0o060 != 0o060:
+                return [], f"{node} is usable by root only (mode {stat.filemode(st.st_mode)}, gid {st.st_gid})"
+            groups.add(st.st_gid)
+    return sorted(groups), None
+
+
+def _drop_privileges(private_dir: str, uid: int, on_accelerator: bool, nproc_limit: int) -> tuple[str, str]:
+    """Own uid/gid, no groups but device groups, no_new_privs, RLIMIT_NPROC; returns (uid, nproc) statuses."""
+    groups: list[int] = []
+    if on_accelerator:
+        groups, reason = _device_groups()
+        if reason:
+            return f"fallback: kept root ({reason})", "not enforced (root is exempt)"
+    try:
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc_limit, nproc_limit))
+    except (ValueError, OSError) as e:
+        return f"fallback: kept root (RLIMIT_NPROC: {e})", "unavailable"
+    for root, dirs, files in os.walk(private_dir):
+        for name in [root] + [os.path.join(root, n) for n in dirs + files]:
+            os.lchown(name, uid, uid)
+    try:
+        os.setgroups(groups)
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    except OSError as e:
+        return f"fallback: kept root (setresuid {uid}: {e.strerror})", "not enforced (root is exempt)"
+    try:
+        os.setresuid(0, 0, 0)
+        return "fallback: root could be regained", "not enforced"
+    except PermissionError:
+        pass
+    nnp = _libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+    return (f"active (uid=gid={uid}, groups={groups}{', no_new_privs' if nnp else ''})",
+            f"active ({nproc_limit} processes+threads for this uid)")
 
 
 def _rlimits(memory_limit_mb: int | None, file_limit_bytes: int) -> list[str]:
@@ -87,6 +303,7 @@ def scrub_environment(private_dir: str, extra: dict[str, str]) -> None:
     os.environ.update(kept)
     for key in ("HOME", "TMPDIR", "TMP", "TEMP"):
         os.environ[key] = private_dir
+    os.environ["USER"] = os.environ["LOGNAME"] = "drkernel-eval"  # the eval uid has no passwd entry
     os.environ["TRITON_CACHE_DIR"] = os.path.join(private_dir, "triton_cache")
     os.environ["CUDA_CACHE_PATH"] = os.path.join(private_dir, "cuda_cache")
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -111,7 +328,15 @@ def capture_output(private_dir: str) -> tuple[str, str]:
 
 
 def descendants(pid: int) -> list[int]:
-    """Every live descendant of `pid` (children lists in /proc, followed recursively)."""
+    """Every live descendant of `pid` (children lists in /proc, followed recursively).
+
+    Pids are those of the /proc mount (the host's): asked for itself from inside a PID namespace,
+    where os.getpid() is 1, a process is looked up through /proc/self."""
+    if pid == os.getpid():
+        try:
+            pid = int(os.readlink("/proc/self"))
+        except (OSError, ValueError):
+            pass
     found: list[int] = []
     todo = [pid]
     while todo:
@@ -146,34 +371,72 @@ def read_tail(path: str, limit: int) -> str:
 
 
 def isolate(private_dir: str, *, on_accelerator: bool, memory_limit_mb: int | None,
-            file_limit_bytes: int = 256 * 1024 * 1024, env: dict[str, str] | None = None) -> dict[str, str]:
-    """Apply every isolation layer to the calling process; return what each layer did."""
+            file_limit_bytes: int = 256 * 1024 * 1024, env: dict[str, str] | None = None,
+            pid_namespace: bool = True, drop_privileges: bool = True, uid: int | None = None,
+            nproc_limit: int | None = None) -> dict[str, str]:
+    """Apply every isolation layer to the calling process; return what each layer did.
+
+    Call it first thing in a freshly forked child, before anything else opens files or starts threads.
+    With `pid_namespace` (default) this function forks: the process that returns is a new one (pid 1
+    of its namespace, same descriptors), while the pid the caller holds is its waiting parent; kill
+    that pid (or its process group) to end everything. `uid` defaults to UID_BASE + the caller-visible
+    pid (unique among live evaluations); `nproc_limit` (processes + threads of that uid) defaults to
+    128 + 4 per CPU. The defaults need no change at existing call sites."""
     layers: dict[str, str] = {}
+    host_pid = os.getpid()
     os.setsid()  # own process group: a timeout kills the group with one killpg
     layers["process_group"] = "active"
-    if sys.platform.startswith("linux"):
+    linux = sys.platform.startswith("linux")
+    alive_r: int | None = None
+    want_drop = drop_privileges and linux and os.geteuid() == 0
+    needed = needed_paths(private_dir) if want_drop else []
+    pid_status = "unavailable (not Linux)"
+    if linux:
         keep = ("/dev", "/proc", "/sys") if on_accelerator else ()
         try:
-            layers["namespaces"] = _namespaces(private_dir, keep)
+            layers["namespaces"], pid_status, layers["exposed_dirs"] = _namespaces(
+                private_dir, keep, pid_namespace, needed or None)
         except OSError as e:
             layers["namespaces"] = f"unavailable ({e})"
         try:
-            _libc().prctl(1, 9)  # PR_SET_PDEATHSIG = SIGKILL: die with the fork-server
+            _arm_parent_death(None)  # die with the fork-server
             layers["parent_death_signal"] = "active"
         except (OSError, AttributeError):
             layers["parent_death_signal"] = "unavailable"
         # PR_SET_CHILD_SUBREAPER: orphans of a double fork re-parent to this child, not to init, so the
         # caller finds every descendant (even one that called setsid) in one walk of /proc and kills it.
-        ok = _libc().prctl(36, 1, 0, 0, 0) == 0
+        ok = _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
         layers["subreaper"] = "active" if ok else f"unavailable ({os.strerror(ctypes.get_errno())})"
+        if pid_status == "pending":
+            alive_r = _enter_pid_namespace()
+            pid_status = f"active (pid {os.getpid()} of its own namespace; the caller-visible pid {host_pid} waits)"
     else:
         layers["namespaces"] = "unavailable (not Linux)"
+    layers["pid_namespace"] = pid_status
     applied = _rlimits(None if on_accelerator else memory_limit_mb, file_limit_bytes)
     layers["rlimits"] = ",".join(applied) if applied else "unavailable"
     if on_accelerator:
         layers["rlimits"] += " (no address-space limit on accelerators: the driver maps huge ranges)"
-    layers["nproc_limit"] = "not set (per-user count; processes are killed as a group instead)"
     scrub_environment(private_dir, env or {})
     layers["environment"] = "scrubbed"
+    limit = nproc_limit if nproc_limit is not None else 128 + 4 * (os.cpu_count() or 1)
+    if not drop_privileges:
+        layers["uid"], layers["nproc_limit"] = "not requested", "not set (root is exempt)"
+    elif not want_drop:
+        layers["uid"] = f"unavailable ({'not Linux' if not linux else f'not root: runs as uid {os.geteuid()}'})"
+        layers["nproc_limit"] = "not set (a shared uid's limit would count unrelated processes)"
+    else:
+        hidden = next((p for p in needed if _hidden_ancestor(p)), None)
+        if hidden is not None:
+            layers["uid"] = (f"fallback: kept root ({hidden} lies below {_hidden_ancestor(hidden)}, which only its "
+                             "owner can enter, and no mount namespace could expose it)")
+            layers["nproc_limit"] = "not enforced (root is exempt)"
+        else:
+            layers["uid"], layers["nproc_limit"] = _drop_privileges(
+                private_dir, uid if uid is not None else UID_BASE + host_pid, on_accelerator, limit)
+            if layers.get("parent_death_signal") == "active":
+                _arm_parent_death(alive_r)
+    if alive_r is not None:
+        os.close(alive_r)
     os.chdir(private_dir)
     return layers
