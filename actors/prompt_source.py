@@ -18,17 +18,19 @@ from typing import Any
 
 import ray
 
+from drkernel.data.stream import PromptStream
 from drkernel.rollout.group import PromptGroup, make_group_id
-from pipelines.prompts import PromptStream
 
 
 @ray.remote(num_cpus=0)
 class PromptSource:
     """Hands out prompt groups with unique ids and takes back the groups of dead workers."""
 
-    def __init__(self, path: str, seed: int = 0, num_epochs: int | None = None):
-        # One row per pull: the cursor after each pull names the row's (epoch, position), hence its group id.
-        self._stream = PromptStream(path, batch_size=1, seed=seed, num_epochs=num_epochs)
+    def __init__(self, path: str, seed: int = 0, num_epochs: int | None = None,
+                 stream_options: dict[str, Any] | None = None):
+        """`stream_options`: PromptStream's keyword options (skip_invalid, max_prompt_tokens, tokenizer, ...)."""
+        # One row per pull, so the cursor around each pull names the row's (epoch, position): its group id.
+        self._stream = PromptStream(path, batch_size=1, seed=seed, num_epochs=num_epochs, **(stream_options or {}))
         self._outstanding: dict[str, PromptGroup] = {}  # issued, not finished, in issue order
         self._owner: dict[str, str | None] = {}  # group id -> worker running it (None: waiting to be re-issued)
         self._line: deque[str] = deque()  # re-issued groups, served before new rows
@@ -47,13 +49,18 @@ class PromptSource:
             return group
         if self._exhausted:
             return None
+        before = self._stream.state_dict()
         rows = self._stream.next_batch()
         if not rows:
             self._exhausted = True
             return None
-        cursor = self._stream.state_dict()
-        group = PromptGroup(make_group_id(rows[0].task_uuid, cursor["epoch"], cursor["position"] - 1), rows[0],
-                            issued_version)
+        after = self._stream.state_dict()
+        # The row sits at the cursor before the pull, unless that cursor was parked at an epoch's end.
+        if after["epoch"] != before["epoch"] and after["position"] > 0:
+            epoch, position = after["epoch"], after["position"] - 1
+        else:
+            epoch, position = before["epoch"], before["position"]
+        group = PromptGroup(make_group_id(rows[0].task_uuid, epoch, position), rows[0], issued_version)
         if group.group_id in self._outstanding:
             raise RuntimeError(f"prompt stream issued {group.group_id} twice; its cursor is inconsistent")
         self._outstanding[group.group_id] = group
@@ -125,5 +132,5 @@ class PromptSource:
         self._failed = list(state.get("failed", []))
 
     def close(self) -> None:
-        """Stop the stream's Ray Data execution (before the cluster goes away)."""
+        """Release the stream's rows (a later pull reloads them)."""
         self._stream.close()

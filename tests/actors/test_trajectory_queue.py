@@ -175,3 +175,18 @@ def test_state_round_trip_neither_loses_nor_repeats_a_group(ray_cluster, pool):
     ray.get(source.close.remote())
     for actor in (queue, source, other):
         ray.kill(actor)
+
+
+def test_group_ids_name_epoch_and_position(ray_cluster, pool):
+    source = PromptSource.remote(str(pool), seed=4, num_epochs=2)
+    ids = []
+    while (group := ray.get(source.next_group.remote("w", 0))) is not None:
+        ids.append(group.group_id)
+    assert ray.get(source.next_group.remote("w", 0)) is None
+    assert len(set(ids)) == 2 * N
+    for epoch in (0, 1):
+        mine = ids[epoch * N:(epoch + 1) * N]
+        assert [g.split("#")[1] for g in mine] == [f"e{epoch}p{p}" for p in range(N)]
+        assert sorted(g.split("#")[0] for g in mine) == [f"plain{i:02d}" for i in range(N)]
+    assert ray.get(source.stats.remote())["outstanding"] == 2 * N
+    ray.kill(source)
