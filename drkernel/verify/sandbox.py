@@ -46,8 +46,9 @@ PR_SET_NO_NEW_PRIVS = 38
 # Evaluation uids: UID_BASE + the host pid of the process that called isolate() (pid_max <= 2**22), far
 # above the ranges distributions and container runtimes hand out (subordinate uids start at 100000).
 UID_BASE = 0x7E000000
-# Accelerator device nodes the child must still open after dropping root (NVIDIA, DRM, Ascend).
-DEVICE_NODES = ("/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*", "/dev/davinci*", "/dev/devmm_svm",
+# Accelerator device nodes the child must still open after dropping root (NVIDIA, DRM, Ascend; not
+# /dev/nvidia-caps, which only MIG administration opens).
+DEVICE_NODES = ("/dev/nvidia*", "/dev/dri/*", "/dev/davinci*", "/dev/devmm_svm",
                 "/dev/hisi_hdc", "/dev/kfd")
 
 _KEEP_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
