@@ -13,7 +13,7 @@ exists as Python objects more than once (read_rows) or at all (scan, which keeps
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,7 +124,7 @@ def scan_file(path: Path, keep_table: bool = False, sink: RowSink | None = None)
     errors: list[RowError] = []
     for index, record in _records(table):
         try:
-            row = parse_row(record, index, name)
+            row = parse_row(record, index, name, plain=True)
         except RowError as e:
             errors.append(e)
             continue
@@ -149,22 +149,6 @@ def scan(
     if result.errors and not skip_invalid:
         raise DataFormatError(str(path), result.errors, result.num_invalid)
     return result
-
-
-def validate_records(
-    records: Iterable[Mapping[str, Any]], source: str = "<records>", skip_invalid: bool = False
-) -> tuple[list[TaskRow], list[RowError]]:
-    """Parse every record; raise DataFormatError unless `skip_invalid`, then return the rejects too."""
-    rows: list[TaskRow] = []
-    errors: list[RowError] = []
-    for index, record in enumerate(records):
-        try:
-            rows.append(parse_row(record, index))
-        except RowError as e:
-            errors.append(e)
-    if errors and not skip_invalid:
-        raise DataFormatError(source, errors)
-    return rows, errors
 
 
 def read_rows(path: str | Path, skip_invalid: bool = False) -> tuple[list[TaskRow], list[RowError]]:
@@ -196,7 +180,7 @@ class RowTaker:
             local = pa.array(indices[where] - self.starts[chunk], pa.int64())
             for slot, record in zip(where, self.batches[chunk].take(local).to_pylist()):
                 records[slot] = record
-        return [parse_row(record, int(index), self.file) for index, record in zip(indices, records)]
+        return [parse_row(record, int(index), self.file, plain=True) for index, record in zip(indices, records)]
 
 
 def write_rows(rows: list[TaskRow], path: str | Path) -> None:

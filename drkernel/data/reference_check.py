@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 
 _CHILD = r"""
@@ -44,7 +46,9 @@ for item in items:
     except BaseException as e:
         error = " ".join("".join(traceback.format_exception_only(type(e), e)).split())
     print(json.dumps({"key": item["key"], "error": error}), flush=True)
+print("\n" + "__drkernel_refcheck_done__", flush=True)
 """
+_DONE = "\n__drkernel_refcheck_done__"
 
 # No accelerator and no network: a reference that fetches a model config fails fast, not after retries.
 _CHILD_ENV = {"OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -75,24 +79,50 @@ def check_loadable(
     )
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH")}
     env.update(_CHILD_ENV)
-    proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        stdout, stderr = proc.communicate(payload, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        stdout, _ = proc.communicate()
-        raise CheckerFailed(f"load check timed out after {timeout_s:.0f}s; {_progress(stdout, sources)}") from None
-    finally:
-        _kill_group(proc)
-        shutil.rmtree(workdir, ignore_errors=True)
+    with tempfile.TemporaryFile("w+") as stderr:
+        proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=stderr, env=env)
+        try:
+            proc.stdin.write(payload.encode())  # the child reads all of it before it runs anything
+            proc.stdin.close()
+            stdout, finished = _read_until_done(proc, time.monotonic() + timeout_s)
+        except BrokenPipeError:
+            stdout, finished = "", True
+        finally:
+            _kill_group(proc)  # a process a source started may still hold stdout open: never wait for it
+            proc.wait()
+            shutil.rmtree(workdir, ignore_errors=True)
+        stderr.seek(0)
+        errors = stderr.read()
+    if not finished:
+        raise CheckerFailed(f"load check timed out after {timeout_s:.0f}s; {_progress(stdout, sources)}")
     check = _parse(stdout)
     if len(check.verdicts) < len(sources):
         raise CheckerFailed(
             f"load check process exited with {proc.returncode}; {_progress(stdout, sources)}; "
-            f"stderr: {stderr.strip()[-500:]}"
+            f"stderr: {errors.strip()[-500:]}"
         )
     return check
+
+
+def _read_until_done(proc: subprocess.Popen, deadline: float) -> tuple[str, bool]:
+    """Child's stdout up to its 'done' line or EOF; (text, False) when the deadline passes first.
+
+    Raw reads on the fd: a buffered reader could hold complete lines that select() no longer reports.
+    """
+    data = b""
+    fd = proc.stdout.fileno()
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while (left := deadline - time.monotonic()) > 0:
+            if not selector.select(left):
+                continue
+            chunk = os.read(fd, 1 << 16)
+            data += chunk
+            text = data.decode(errors="replace")
+            if not chunk or _DONE in text:
+                return text.split(_DONE)[0], True
+    return data.decode(errors="replace"), False
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

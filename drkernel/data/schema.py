@@ -185,12 +185,18 @@ def raw_uuid(raw: Any) -> str | None:
     return None
 
 
-def parse_row(raw: Mapping[str, Any], index: int | None = None, file: str | None = None) -> TaskRow:
-    """Validate one raw row; on failure raise RowError naming the file, `index`, uuid and the first bad field."""
+def parse_row(
+    raw: Mapping[str, Any], index: int | None = None, file: str | None = None, *, plain: bool = False
+) -> TaskRow:
+    """Validate one raw row; on failure raise RowError naming the file, `index`, uuid and the first bad field.
+
+    plain=True says `raw` holds only Python built-ins (Arrow's to_pylist): the numpy normalization, which
+    walks every value and was half the cost of validating a pool, is skipped.
+    """
     if not isinstance(raw, Mapping):
         raise RowError(index, "<row>", f"expected a mapping, got {type(raw).__name__}", file=file)
     try:
-        return TaskRow.model_validate(_plain(raw))
+        return TaskRow.model_validate(raw if plain else _plain(raw))
     except ValidationError as e:
         first = e.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "<row>"

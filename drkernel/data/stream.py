@@ -188,6 +188,8 @@ class PromptStream:
 
         The cursor moves only after the whole batch is built, so an exception loses and repeats nothing.
         """
+        if self.num_epochs is not None and self.epoch >= self.num_epochs:
+            return []
         if not self._takers:
             self._load()
         epoch, position = self.epoch, self.position
@@ -200,8 +202,6 @@ class PromptStream:
             position += len(chunk)
             if position == self.rows_per_epoch:
                 epoch, position = epoch + 1, 0
-        if not picks:
-            return []
         batch = self._fetch(np.concatenate(picks))
         self.epoch, self.position = epoch, position
         return batch

@@ -87,7 +87,8 @@ def test_bad_rows_across_files_are_named_by_file_row_and_uuid(tmp_path):
     with pytest.raises(DataFormatError) as info:
         scan(tmp_path)
     (error,) = info.value.errors
-    assert (error.file, error.index, error.uuid, error.field) == (str(tmp_path / "1.parquet"), 3, "b3", "prompt.0.content")
+    where = (error.file, error.index, error.uuid, error.field)
+    assert where == (str(tmp_path / "1.parquet"), 3, "b3", "prompt.0.content")
     result = scan(tmp_path, skip_invalid=True)
     assert (result.num_rows, result.num_valid, result.num_invalid) == (9, 8, 1)
     assert [list(f.valid) for f in result.files] == [[0, 1, 2, 3], [0, 1, 2, 4]]
