@@ -34,7 +34,7 @@ from drkernel.verify.sandbox import capture_output, isolate
 from drkernel.verify.verdict import Verdict
 
 ROUND_TARGET_S = 1e-3  # one timed round trip holds at least this much of the reference's work
-MAX_CALLS_PER_ROUND = {"cpu": 4, "cuda": 64, "npu": 64}
+MAX_CALLS_PER_ROUND = {"cpu": 2, "cuda": 64, "npu": 64}
 ROUND_BYTES = {"cpu": 256 << 20, "cuda": 4 << 30, "npu": 2 << 30}  # input+output bytes staged per round
 EMPTY_ROUND_TRIPS = 7
 REFERENCE_PAYLOAD = 16 << 30  # the reference runner is trusted; this only bounds a runaway
@@ -87,7 +87,8 @@ class Channel:
 
     def reply(self, expect: str, max_payload: int = 0, precheck: Any = None) -> tuple[dict[str, Any], bytes]:
         try:
-            header, payload = protocol.recv(self.conn, max_payload, precheck)
+            header, payload = protocol.recv(self.conn, max_payload, None if precheck is None else (
+                lambda h: precheck(h) if h["type"] == expect else None))
         except (EOFError, ConnectionError) as e:
             self._gone(e)
         except protocol.ProtocolError as e:
@@ -532,7 +533,7 @@ def main(spec: dict[str, Any], caller: Any, ref_conn: Any, cand_conn: Any) -> No
             if f.detail:
                 judge.v.details["traceback"] = f.detail
             if f.hack:
-                judge.v.hack(f.hack[0], f.hack[1], f.message)
+                judge.v.hack(f.hack[0], f.hack[1], f.message, first=True)
             if f.kind in NOT_COMPILED:
                 judge.v.compiled = False
             elif f.kind in ("init", "runtime", "output_mismatch"):

@@ -31,9 +31,12 @@ class Verdict:
     def check(self, name: str, passed: bool, detail: str = "") -> None:
         self.checks.append({"name": name, "passed": passed, "detail": detail})
 
-    def hack(self, name: str, check: str, detail: str) -> None:
-        if name not in self.hacks:
-            self.hacks.append(name)
+    def hack(self, name: str, check: str, detail: str, first: bool = False) -> None:
+        """Record a hack; `first` when it names the cause better than evidence recorded before it
+        (a replayed output also skips its launches: caching, not decoy)."""
+        if name in self.hacks:
+            self.hacks.remove(name)
+        self.hacks.insert(0, name) if first else self.hacks.append(name)
         self.check(check, False, detail)
 
     def fail(self, kind: str, message: str) -> None:

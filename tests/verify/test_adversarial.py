@@ -101,6 +101,10 @@ CASES: dict[str, Expect] = {
     # correct for its first calls: re-validation after timing is what catches it
     "hack_drift": Expect("ref_add_relu", True, ANY, "result_caching", ANY),
 }
+# Candidates that the strict static gate rejects before anything runs: they go through the test-only
+# `_verify_ungated` entry point, so each runtime layer (sandbox, split processes, evidence, judge) is
+# shown to hold on its own. The gate's own verdicts on them are test_gate.py's business.
+UNGATED = {name for name in CASES if name.startswith(("sneaky_", "hack_"))} | {"fail_import", "flood_stdout"}
 GPU_ONLY = {"hack_side_stream": Expect("ref_add_relu", True, ANY, "side_stream", ANY)}
 
 BASE_OPTIONS = dict(
@@ -256,7 +260,8 @@ def test_candidate_verdict(verifier, name: str) -> None:
     listener = open_listener()
     try:
         source = source.replace("PORT = 0", f"PORT = {listener.getsockname()[1]}")
-        r = verifier.verify(read(expect.reference), source, options_for(expect))
+        run = verifier._verify_ungated if name in UNGATED else verifier.verify
+        r = run(read(expect.reference), source, options_for(expect))
         check_no_connection(listener)
     finally:
         listener.close()
@@ -291,7 +296,7 @@ def test_gpu_only_hacks(name: str) -> None:
     expect = GPU_ONLY[name]
     v = Verifier(device="cuda", max_concurrency=1)
     try:
-        r = v.verify(read(expect.reference), read(name), options_for(expect, device="cuda"))
+        r = v._verify_ungated(read(expect.reference), read(name), options_for(expect, device="cuda"))
     finally:
         v.close()
     check_verdict(name, expect, r)
