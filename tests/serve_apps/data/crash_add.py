@@ -1,5 +1,3 @@
-import os
-
 import torch
 import torch.nn as nn
 import triton
@@ -14,10 +12,10 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 class ModelNew(nn.Module):
-    """Kills its own process (SIGABRT) on the first call."""
+    """Ends its own process on the first call (SystemExit passes any `except Exception`)."""
 
     def __init__(self):
         super().__init__()
 
     def forward(self, x, y):
-        os.abort()
+        raise SystemExit(3)

@@ -12,17 +12,14 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 class ModelNew(nn.Module):
-    """Correct, but writes megabytes to stdout and stderr on every call."""
+    """Correct, but writes megabytes to stdout on every call."""
 
     def __init__(self):
         super().__init__()
 
     def forward(self, x, y):
-        import sys
-
-        for _ in range(64):
+        for _ in range(128):
             print("flood " * 16384)
-            print("flood " * 16384, file=sys.stderr)
         out = torch.empty_like(x)
         n = x.numel()
         add_kernel[(triton.cdiv(n, 256),)](x, y, out, n, BLOCK=256)
