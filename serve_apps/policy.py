@@ -30,7 +30,7 @@ from drkernel.config.train import PolicyConfig
 from drkernel.model.weights import WeightsManifest
 from drkernel.rollout.types import GenerateOutput, SamplingParams
 from drkernel.verify.devices import probe_availability, resolve_device
-from serve_apps.policy_engine import TransformersEngine, make_engine
+from serve_apps.policy_engine import make_engine
 
 DEPLOYMENT_NAME = "PolicyReplica"
 CONTROL_SLOTS = 8  # request slots beyond two batches, so load_weights/version/stats never queue behind generation
@@ -59,8 +59,7 @@ class PolicyReplica:
         """One response; requests that arrive together run as one batch. Bad requests fail alone."""
         params = sampling if isinstance(sampling, SamplingParams) else SamplingParams.model_validate(sampling)
         prompt = [int(t) for t in prompt_ids]
-        if isinstance(self.engine, TransformersEngine):
-            self.engine.check_request(prompt, params)
+        self.engine.check_request(prompt, params)
         return await self._generate_batched(prompt, params)
 
     @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.05)  # overridden from the config in __init__

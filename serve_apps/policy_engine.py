@@ -47,6 +47,10 @@ class PolicyEngine(Protocol):
         """Policy version of the weights the next batch runs on (0 = the initial weights)."""
         ...
 
+    def check_request(self, prompt_ids: Sequence[int], sampling: SamplingParams) -> None:
+        """Raise ValueError naming what is wrong with a request before it joins (and could fail) a batch."""
+        ...
+
     async def generate(self, prompt_ids: list[int], sampling: SamplingParams) -> GenerateOutput:
         """One response to one prompt."""
         ...

@@ -3,7 +3,6 @@ object store (bit-identical on every replica), a push during generation, the Ope
 
 from __future__ import annotations
 
-import concurrent.futures
 import math
 import os
 import time
@@ -113,16 +112,17 @@ def test_generation_in_flight_during_a_push_finishes_on_its_own_version(policy, 
     old = build_tiny_model(SMALL.model_copy(update={"seed": 5}), tok)
     new = build_tiny_model(SMALL.model_copy(update={"seed": 6}), tok)
     prompt = tok.encode("import triton")
-    sampling = SamplingParams(max_new_tokens=600, seed=1)
+    sampling = SamplingParams(max_new_tokens=400, temperature=0)  # greedy on the old weights never stops early
+    started = sum(s["requests"] for s in handle.broadcast("stats").results(timeout_s=60))
     running = handle.generate.remote(prompt, sampling)
-    time.sleep(0.5)  # past the batch wait: the request is generating (600 tokens take well over a second)
+    while sum(s["requests"] for s in handle.broadcast("stats").results(timeout_s=60)) == started:
+        time.sleep(0.01)  # until its batch is in the engine (400 tokens take well over a second)
     buckets, manifest = BucketPacker().pack(new.state_dict(), version=2)
     acks = handle.broadcast("load_weights", 2, [ray.put(b) for b in buckets], manifest).results(timeout_s=120)
     out = running.result(timeout_s=120)
-    assert out.version == 1
+    assert out.version == 1 and out.finish_reason == "length" and len(out.token_ids) == 400
     _check_logprobs(old, prompt, out, sampling)  # every token came from the old weights
-    if out.finish_reason == "length":  # still running when the push arrived: that replica waited for it
-        assert max(a["wait_s"] for a in acks) > 0.05
+    assert max(a["wait_s"] for a in acks) > 0.05  # the busy replica's push waited for the running batch
     after = handle.generate.remote(prompt, SamplingParams(max_new_tokens=16)).result(timeout_s=60)
     assert after.version == 2
     _check_logprobs(new, prompt, after, SamplingParams())
