@@ -36,6 +36,8 @@ def ray_cluster() -> dict:
     from ray import serve
 
     http_port, metrics_port = _free_port(), _free_port()
+    if ray.is_initialized():  # something (e.g. Ray Data) started a default cluster earlier in the session
+        ray.shutdown()
     ray.init(
         address="local",
         num_cpus=16,

@@ -17,7 +17,7 @@ import time
 
 import httpx
 import pytest
-from serve_test_support import REPO, code, free_port, post_with_retries, request_body
+from serve_test_support import code, post_with_retries, request_body
 
 pytestmark = pytest.mark.integration
 
@@ -45,32 +45,20 @@ REPLICA_PREFIX = "SERVE_REPLICA::verifier#Verifier#"
 
 
 @pytest.fixture(scope="module")
-def server():
-    ray = pytest.importorskip("ray")
+def server(ray_cluster):
     from ray import serve
 
     from serve_apps.verifier_app import build_app
 
-    port = free_port()
-    metrics_port = free_port()
     os.environ["DRKERNEL_API_TOKEN"] = f"{TOKEN}, {TOKEN_B},{TOKEN_C}"
-    ray.init(
-        address="local",
-        num_cpus=2,
-        include_dashboard=False,
-        _metrics_export_port=metrics_port,
-        _system_config={"metrics_report_interval_ms": 1000},
-        runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}},
-    )
     try:
-        serve.start(http_options={"host": "127.0.0.1", "port": port})
         serve.run(build_app(CONFIG), name="verifier", route_prefix="/")
         serve.run(build_app(SOLO), name="verifier-solo", route_prefix="/solo")
-        yield {"url": f"http://127.0.0.1:{port}", "metrics_url": f"http://127.0.0.1:{metrics_port}/metrics"}
+        yield {"url": ray_cluster["http_url"], "metrics_url": ray_cluster["metrics_url"]}
     finally:
         os.environ.pop("DRKERNEL_API_TOKEN", None)
-        serve.shutdown()
-        ray.shutdown()
+        serve.delete("verifier")
+        serve.delete("verifier-solo")
 
 
 @pytest.fixture
