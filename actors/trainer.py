@@ -1,0 +1,249 @@
+"""Trainer ranks as Ray actors: build the model and optimizer on their device, train on finished groups,
+publish weights to the policy replicas, save and restore checkpoints.
+
+Every rank builds the same StepBatch from the same trajectories (the group filter and PRS generator are
+replicated and deterministic) and trains on its share of rows (r, r + world, ...); FSDP2 averages the
+gradients, and the loss normalisers are summed across ranks (drkernel.rl.update). Collective methods
+(train_step, state_dict_for_push, publish_weights, save_checkpoint, load_checkpoint, checksum) must be called
+on every rank; rank 0 returns the result that matters. `create_trainer_group` starts the ranks, lets rank 0
+pick the rendezvous address and sets them all up concurrently.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+from typing import Any
+
+import ray
+import torch
+import torch.distributed as dist
+from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_model_state_dict,
+    get_optimizer_state_dict,
+    set_model_state_dict,
+    set_optimizer_state_dict,
+)
+
+from actors.weight_sync import ReplicaSet, ServeReplicas, WeightPublisher
+from drkernel.config.train import TrainConfig
+from drkernel.model.weights import state_checksum
+from drkernel.rl.filters import GroupVarianceFilter
+from drkernel.rl.prs import prs_generator
+from drkernel.rl.step_batch import (
+    build_step_batch,
+    filter_state_from_json,
+    filter_state_to_json,
+    generator_state_from_json,
+    generator_state_to_json,
+)
+from drkernel.rl.update import ResponseScorer, train_step
+from drkernel.rollout.group import FinishedGroup
+from drkernel.rollout.types import Trajectory
+from drkernel.train import checkpoint as ckpt
+from drkernel.train.backend import TrainBackend, choose_backend, rank_resources
+from drkernel.verify.devices import probe_availability
+
+FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)
+PREFIX = "policy."  # ResponseScorer holds the HF model as `policy`
+
+
+def lr_at(step: int, cfg_lr: float, warmup_steps: int) -> float:
+    """Linear warmup over `warmup_steps` optimizer steps, then constant (TrainerConfig)."""
+    return cfg_lr * min(1.0, (step + 1) / warmup_steps) if warmup_steps else cfg_lr
+
+
+def _flatten(items: Sequence[Trajectory | FinishedGroup]) -> list[Trajectory]:
+    out: list[Trajectory] = []
+    for item in items:
+        if isinstance(item, FinishedGroup):
+            out.extend(item.trajectories)
+        elif isinstance(item, Trajectory):
+            out.append(item)
+        else:
+            raise TypeError(f"train_step takes Trajectory or FinishedGroup items, got {type(item).__name__}")
+    return out
+
+
+class TrainerWorker:
+    """One trainer rank. Construct, then `setup(master_addr, master_port)` on every rank at once."""
+
+    def __init__(self, config: dict[str, Any], model_path: str, rank: int = 0, world_size: int = 1) -> None:
+        self.cfg = TrainConfig.model_validate(config)
+        self.model_path = model_path
+        self.rank, self.world_size = rank, world_size
+        self.backend: TrainBackend = choose_backend(self.cfg.trainer.device, world_size, probe_availability())
+        if self.cfg.trainer.num_threads:
+            torch.set_num_threads(self.cfg.trainer.num_threads)
+        self.step = 0  # optimizer updates done
+        self.calls = 0  # train_step calls (skipped ones included)
+        self.publisher: WeightPublisher | None = None
+        self.version = 0
+
+    def rendezvous_address(self) -> tuple[str, int]:
+        """Rank 0's address and a free port for the process group."""
+        ip = ray.util.get_node_ip_address()
+        with socket.socket() as s:
+            s.bind((ip, 0))
+            return ip, s.getsockname()[1]
+
+    def setup(self, master_addr: str | None = None, master_port: int | None = None) -> dict[str, Any]:
+        """Join the process group (if any), build model, optimizer, filter and PRS generator."""
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tc = self.cfg.trainer
+        if self.backend.dist_backend is not None:
+            if master_addr is None or master_port is None:
+                raise ValueError("a multi-rank trainer needs master_addr and master_port")
+            dist.init_process_group(self.backend.dist_backend, init_method=f"tcp://{master_addr}:{master_port}",
+                                    rank=self.rank, world_size=self.world_size)
+        self.device = torch.device(self.backend.device, 0) if self.backend.device != "cpu" else torch.device("cpu")
+        torch.manual_seed(tc.seed)
+        self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
+        self.model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=getattr(torch, tc.dtype))
+        self.model.config.use_cache = False
+        self.scorer = ResponseScorer(self.model)
+        if self.backend.fsdp:
+            from torch.distributed.device_mesh import init_device_mesh
+            from torch.distributed.fsdp import fully_shard
+
+            mesh = init_device_mesh(self.backend.device, (self.world_size,))
+            for layer in self.model.get_decoder().layers:
+                fully_shard(layer, mesh=mesh)
+            fully_shard(self.scorer, mesh=mesh)
+        else:
+            self.scorer.to(self.device)
+        self.scorer.train()
+        self.optimizer = torch.optim.AdamW(self.scorer.parameters(), lr=tc.lr, betas=tc.betas,
+                                           weight_decay=tc.weight_decay)
+        self.group_filter = GroupVarianceFilter(self.cfg.algorithm.filter, target_groups=self.cfg.queue.groups_per_step,
+                                                group_size=self.cfg.rollout.samples_per_prompt)
+        self.prs_rng = prs_generator(self.cfg.algorithm.prs.seed)
+        return {"rank": self.rank, "device": str(self.device), "backend": self.backend.dist_backend,
+                "fsdp": self.backend.fsdp, "pid": os.getpid()}
+
+    # ---- training -------------------------------------------------------------------------------------------------
+    def train_step(self, items: Sequence[Trajectory | FinishedGroup]) -> dict[str, float]:
+        """Filter, build and train on one step's groups (a Ray ObjectRef argument arrives resolved)."""
+        trajectories = _flatten(items)
+        batch = build_step_batch(trajectories, self.cfg.algorithm, self.tokenizer.pad_token_id, self.group_filter,
+                                 self.prs_rng, max_turns=self.cfg.rollout.max_turns)
+        self.calls += 1
+        if not batch.skipped:
+            batch = batch.select(range(self.rank, batch.num_rows, self.world_size))
+        tc = self.cfg.trainer
+        metrics = train_step(self.scorer, self.optimizer, batch, self.cfg.algorithm,
+                             micro_batch_size=tc.micro_batch_size, max_grad_norm=tc.max_grad_norm,
+                             lr=lr_at(self.step, tc.lr, tc.warmup_steps), temperature=self.cfg.rollout.temperature,
+                             dp_size=self.world_size)
+        self.step += int(metrics["train/stepped"])
+        metrics.update({"trainer/step": float(self.step), "trainer/calls": float(self.calls),
+                        "trainer/version": float(self.version)})
+        return metrics
+
+    # ---- weights ----------------------------------------------------------------------------------------------------
+    def state_dict_for_push(self) -> dict[str, torch.Tensor] | None:
+        """Full CPU state dict with HF names in the policy's dtype (rank 0; None on other ranks)."""
+        full = get_model_state_dict(self.scorer, options=FULL)
+        if self.rank != 0:
+            return None
+        dtype = getattr(torch, self.cfg.policy.dtype)
+        return {k.removeprefix(PREFIX): v.to(dtype) if v.is_floating_point() else v for k, v in full.items()}
+
+    def attach_policy(self, replicas: ReplicaSet | None = None, version: int | None = None) -> None:
+        """Where pushes go; default: every replica of this job's policy Serve app (through broadcast)."""
+        if self.rank != 0:
+            return
+        if replicas is None:
+            from serve_apps.policy import policy_handle
+
+            replicas = ServeReplicas(policy_handle(self.cfg.policy.app_name), self.cfg.policy.num_replicas)
+        if version is not None:
+            self.version = version
+        self.publisher = WeightPublisher(replicas, bucket_mb=self.cfg.trainer.bucket_mb, version=self.version)
+
+    def publish_weights(self) -> dict[str, float]:
+        """Push the current weights as version + 1 to every replica (rank 0) and return the timings."""
+        state = self.state_dict_for_push()
+        if self.rank != 0:
+            return {}
+        if self.publisher is None:
+            self.attach_policy()
+        report = self.publisher.publish(state)
+        self.version = report.version
+        return {**report.metrics(), "trainer/version": float(self.version)}
+
+    def checksum(self) -> str | None:
+        """sha256 of the full weights in the policy's dtype (rank 0): equal to a replica's after a push."""
+        state = self.state_dict_for_push()
+        return None if state is None else state_checksum(state)
+
+    # ---- checkpoints --------------------------------------------------------------------------------------------
+    def save_checkpoint(self, root: str, extra: dict[str, Any]) -> str | None:
+        """Write a checkpoint with the caller's `extra` plus the trainer's own state; returns its path (rank 0)."""
+        model_state = get_model_state_dict(self.scorer, options=FULL)
+        optim_state = get_optimizer_state_dict(self.scorer, self.optimizer, options=FULL)
+        if self.rank != 0:
+            return None
+        trainer_state = {"step": self.step, "calls": self.calls, "version": self.version,
+                         "filter": filter_state_to_json(self.group_filter),
+                         "prs_rng": generator_state_to_json(self.prs_rng)}
+        hf_state = {k.removeprefix(PREFIX): v for k, v in model_state.items()}
+        path = ckpt.save_checkpoint(root, self.step, model=self.model, tokenizer=self.tokenizer,
+                                    optimizer_state=optim_state, config=self.cfg.model_dump(mode="json"),
+                                    extra={"trainer": trainer_state, "job": extra}, model_state=hf_state)
+        return str(path)
+
+    def load_checkpoint(self, path: str) -> dict[str, Any]:
+        """Restore weights, optimizer, RNG, filter, PRS draws, step and version; returns the caller's extra.
+
+        Refuses a checkpoint whose config differs in a key that changes what is trained."""
+        from safetensors.torch import load_file
+
+        found = ckpt.load_checkpoint(path, self.cfg.model_dump(mode="json"))
+        weights: dict[str, torch.Tensor] = {}
+        for file in sorted(found.model_dir.glob("*.safetensors")):
+            weights.update(load_file(file))
+        full = {PREFIX + k: v for k, v in weights.items()}
+        options = StateDictOptions(full_state_dict=True, strict=False)
+        missing, unexpected = set_model_state_dict(self.scorer, full, options=options)
+        missing = [k for k in missing if not k.endswith("lm_head.weight") or not self.model.config.tie_word_embeddings]
+        if missing or unexpected:
+            raise ValueError(f"checkpoint {found.path} does not fit the model: missing {missing[:5]}, "
+                             f"unexpected {list(unexpected)[:5]}")
+        set_optimizer_state_dict(self.scorer, self.optimizer, found.optimizer_state(),
+                                 options=StateDictOptions(full_state_dict=True))
+        found.restore_rng()
+        state = found.extra["trainer"]
+        filter_state_from_json(self.group_filter, state["filter"])
+        generator_state_from_json(self.prs_rng, state["prs_rng"])
+        self.step, self.calls, self.version = int(state["step"]), int(state["calls"]), int(state["version"])
+        if self.publisher is not None:
+            self.publisher.version = self.version
+        return found.extra["job"]
+
+    def info(self) -> dict[str, Any]:
+        return {"rank": self.rank, "world_size": self.world_size, "step": self.step, "calls": self.calls,
+                "version": self.version, "buffered_groups": len(self.group_filter.buffered)}
+
+    def shutdown(self) -> None:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+TrainerActor = ray.remote(TrainerWorker)
+
+
+def create_trainer_group(config: TrainConfig, model_path: str) -> list[Any]:
+    """Start `trainer.num_workers` ranks with their resources and set them up together; returns the handles."""
+    tc = config.trainer
+    backend = choose_backend(tc.device, tc.num_workers, probe_availability())
+    options = rank_resources(backend, tc.cpus_per_worker)
+    data = config.model_dump(mode="json")
+    ranks = [TrainerActor.options(**options).remote(data, model_path, r, tc.num_workers)
+             for r in range(tc.num_workers)]
+    addr, port = ray.get(ranks[0].rendezvous_address.remote()) if backend.dist_backend else (None, None)
+    ray.get([r.setup.remote(addr, port) for r in ranks])
+    return ranks

@@ -1,0 +1,50 @@
+"""Which device and torch.distributed backend the trainer ranks use: one pure, tested decision.
+
+    cpu,  1 rank  -> one process, no process group
+    cpu,  n ranks -> gloo, FSDP2 over a CPU device mesh
+    cuda, n ranks -> nccl, FSDP2 (1 rank: plain single device)
+    npu,  n ranks -> hccl, FSDP2 (written against torch_npu's public API; not run on Ascend here)
+
+The device itself comes from drkernel.verify.devices.resolve_device (the project's one device chooser); verl's
+platform probe reports cuda/nccl even on a CPU-only host, so it is never asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from drkernel.verify.devices import resolve_device
+
+DIST_BACKEND = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}
+
+
+@dataclass(frozen=True)
+class TrainBackend:
+    """The resolved placement of every trainer rank."""
+
+    device: str  # cpu | cuda | npu
+    dist_backend: str | None  # None: a single process without a process group
+    fsdp: bool  # shard parameters with FSDP2 (fully_shard)
+    world_size: int
+
+
+def choose_backend(requested: str, world_size: int, available: Mapping[str, bool]) -> TrainBackend:
+    """The backend for `world_size` ranks on `requested` (auto|cpu|cuda|npu) given what this host has."""
+    if world_size < 1:
+        raise ValueError(f"trainer world size must be >= 1, got {world_size}")
+    device = resolve_device(requested, available)
+    if world_size == 1:
+        return TrainBackend(device, None, False, 1)
+    return TrainBackend(device, DIST_BACKEND[device], True, world_size)
+
+
+def rank_resources(backend: TrainBackend, cpus_per_worker: float) -> dict[str, Any]:
+    """Ray actor options of one rank: its CPUs plus one accelerator on cuda/npu."""
+    options: dict[str, Any] = {"num_cpus": cpus_per_worker}
+    if backend.device == "cuda":
+        options["num_gpus"] = 1
+    elif backend.device == "npu":
+        options["resources"] = {"NPU": 1}
+    return options

@@ -1,0 +1,152 @@
+"""TrainerWorker ranks as real Ray actors on the tiny model: a step, a weight push, checkpoint resume, FSDP2
+over gloo agreeing with one process; and the pure backend choice for every device."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import ray
+import torch
+from trajectory_factory import TurnSpec, make_trajectory
+
+from actors.trainer import TrainerActor, create_trainer_group, lr_at
+from actors.weight_sync import ActorReplicas
+from drkernel.config.demo import TinyModelConfig
+from drkernel.config.train import TrainConfig
+from drkernel.model.tiny import build_tiny_model
+from drkernel.model.tokenizer import build_tokenizer
+from drkernel.model.weights import state_checksum, unpack_into
+from drkernel.train.backend import choose_backend, rank_resources
+from drkernel.train.checkpoint import IncompatibleCheckpoint
+from drkernel.verify.devices import DeviceUnavailable
+
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import a test module
+
+SMALL = dict(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, head_dim=32, intermediate_size=128)
+OK = dict(correct=True, reward=1.5, speedup=0.5, coverage=0.9)
+CPU_ONLY = {"cpu": True, "cuda": False, "npu": False}
+
+
+def test_backend_choice_per_device_and_rank_count():
+    assert choose_backend("auto", 1, CPU_ONLY) == choose_backend("cpu", 1, CPU_ONLY)
+    single = choose_backend("cpu", 1, CPU_ONLY)
+    assert (single.device, single.dist_backend, single.fsdp) == ("cpu", None, False)
+    gloo = choose_backend("auto", 2, CPU_ONLY)
+    assert (gloo.device, gloo.dist_backend, gloo.fsdp) == ("cpu", "gloo", True)
+    gpus = {"cpu": True, "cuda": True, "npu": False}
+    assert choose_backend("auto", 8, gpus).dist_backend == "nccl" and choose_backend("auto", 8, gpus).fsdp
+    assert choose_backend("cpu", 2, gpus).dist_backend == "gloo"
+    npus = {"cpu": True, "cuda": False, "npu": True}
+    assert (choose_backend("auto", 4, npus).device, choose_backend("auto", 4, npus).dist_backend) == ("npu", "hccl")
+    with pytest.raises(DeviceUnavailable, match="'cuda' requested but not available"):
+        choose_backend("cuda", 2, CPU_ONLY)
+    with pytest.raises(ValueError, match="world size"):
+        choose_backend("cpu", 0, CPU_ONLY)
+    assert rank_resources(choose_backend("auto", 2, gpus), 2.0) == {"num_cpus": 2.0, "num_gpus": 1}
+    assert rank_resources(choose_backend("auto", 2, npus), 1.0) == {"num_cpus": 1.0, "resources": {"NPU": 1}}
+    assert rank_resources(gloo, 0.5) == {"num_cpus": 0.5}
+    assert [lr_at(s, 1.0, 4) for s in range(5)] == [0.25, 0.5, 0.75, 1.0, 1.0] and lr_at(0, 0.1, 0) == 0.1
+
+
+@ray.remote(num_cpus=0)
+class Replica:
+    """A stand-in policy replica holding the tiny model's parameters (the publisher's receiving contract)."""
+
+    def __init__(self, model_path: str) -> None:
+        from transformers import AutoModelForCausalLM
+
+        self.model = AutoModelForCausalLM.from_pretrained(model_path)
+
+    def load_weights(self, version, bucket_refs, manifest):
+        unpack_into(self.model.state_dict(), ray.get(bucket_refs), manifest)
+        return {"version": version, "replica": "r0"}
+
+    def state_checksum(self) -> str:
+        return state_checksum(self.model.state_dict())
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tiny")
+    tok = build_tokenizer(["def relu(x): return x * (x > 0)", "import triton"] * 4, vocab_size=300)
+    build_tiny_model(TinyModelConfig(**SMALL), tok).save_pretrained(path)
+    tok.save_pretrained(path)
+    return str(path)
+
+
+def _config(tmp, **trainer) -> TrainConfig:
+    return TrainConfig.model_validate({
+        "model": SMALL,
+        "queue": {"groups_per_step": 1},
+        "rollout": {"samples_per_prompt": 3, "max_turns": 2, "temperature": 1.0},
+        "trainer": {"lr": 1e-2, "micro_batch_size": 2, "device": "cpu", "output_dir": str(tmp), **trainer},
+        "algorithm": {"mrs": {"mode": None, "veto_threshold": None}},  # synthetic engine log-probs are made up
+    })
+
+
+def _groups(tag: str):
+    return [make_trajectory(tag, i, [TurnSpec(tokens=4), TurnSpec(tokens=3, **(OK if i == 0 else {}))])
+            for i in range(3)]
+
+
+def test_step_push_checkpoint_and_resume(ray_cluster, model_path, tmp_path):
+    cfg = _config(tmp_path)
+    (trainer,) = create_trainer_group(cfg, model_path)
+    before = ray.get(trainer.checksum.remote())
+    metrics = ray.get(trainer.train_step.remote(ray.put(_groups("a"))))  # an ObjectRef arrives resolved
+    assert metrics["train/stepped"] == 1.0 and metrics["trainer/step"] == 1.0 and metrics["train/grad_norm"] > 0
+    assert metrics["rollout/correct_rate"] > 0 and "train/entropy" in metrics and "train/clip_fraction" in metrics
+    after = ray.get(trainer.checksum.remote())
+    assert after != before
+
+    replica = Replica.remote(model_path)
+    ray.get(trainer.attach_policy.remote(ActorReplicas([replica])))
+    push = ray.get(trainer.publish_weights.remote())
+    assert push["trainer/version"] == 1.0 and push["weight_sync/replicas"] == 1.0
+    assert ray.get(replica.state_checksum.remote()) == after  # bit-identical, every name present
+
+    skipped = ray.get(trainer.train_step.remote([make_trajectory("flat", i, [TurnSpec()]) for i in range(3)]))
+    assert skipped["train/stepped"] == 0.0  # constant rewards: filtered, no update
+    path = ray.get(trainer.save_checkpoint.remote(str(tmp_path / "ckpt"), {"cursor": 7}))
+
+    resumed = TrainerActor.remote(cfg.model_dump(mode="json"), model_path)
+    ray.get(resumed.setup.remote())
+    assert ray.get(resumed.load_checkpoint.remote(path)) == {"cursor": 7}
+    assert ray.get(resumed.info.remote()) == ray.get(trainer.info.remote())
+    assert ray.get(resumed.checksum.remote()) == after
+    step = _groups("b")
+    m1, m2 = ray.get([trainer.train_step.remote(step), resumed.train_step.remote(step)])
+    assert m1["train/stepped"] == m2["train/stepped"] == 1.0
+    assert ray.get(trainer.checksum.remote()) == ray.get(resumed.checksum.remote())  # optimizer state came back
+
+    other = _config(tmp_path, lr=0.5)
+    refusing = TrainerActor.remote(other.model_dump(mode="json"), model_path)
+    ray.get(refusing.setup.remote())
+    with pytest.raises(IncompatibleCheckpoint, match="trainer.lr: checkpoint 0.01, now 0.5"):
+        ray.get(refusing.load_checkpoint.remote(path))
+    for actor in (trainer, resumed, refusing, replica):
+        ray.kill(actor)
+
+
+def test_fsdp2_over_gloo_matches_one_process(ray_cluster, model_path, tmp_path):
+    steps = [_groups("a"), _groups("b")]
+    sums, norms = {}, {}
+    for world in (1, 2):
+        ranks = create_trainer_group(_config(tmp_path, num_workers=world, cpus_per_worker=0.5), model_path)
+        info = ray.get([r.info.remote() for r in ranks])
+        assert [i["world_size"] for i in info] == [world] * world
+        for groups in steps:
+            metrics = ray.get([r.train_step.remote(groups) for r in ranks])
+            assert all(m["train/stepped"] == 1.0 for m in metrics)
+            norms.setdefault(world, []).append(metrics[0]["train/grad_norm"])  # Adam hides a gradient scale error
+        states = ray.get([r.state_dict_for_push.remote() for r in ranks])
+        assert all(s is None for s in states[1:])
+        sums[world] = states[0]
+        ray.get([r.shutdown.remote() for r in ranks])
+        for r in ranks:
+            ray.kill(r)
+    assert norms[2] == pytest.approx(norms[1], rel=1e-4)
+    assert sums[1].keys() == sums[2].keys()
+    for name in sums[1]:
+        torch.testing.assert_close(sums[2][name], sums[1][name], rtol=1e-4, atol=1e-5, msg=name)
