@@ -5,9 +5,13 @@ A fixed candidate set over KernelBench level-1 problems: every problem submitted
 benchmarks/candidates/, and two reward hacks that only a GPU shows (a Triton matmul on a side stream,
 a result cache keyed on data_ptr). It prints evaluations per second of one warm Verifier (sequential,
 then 2 and 4 at a time) and of the baseline (a fresh `python` per task, benchmarks/kernelgym_baseline.py),
-the self-speedups, and what each verifier said about the hacks; a JSON summary goes to --out.
+the self-speedups, and what each verifier said about every candidate (correct, hack, reward); a JSON
+summary goes to --out. With --old-worktree PATH (a `git worktree add PATH <commit>` of an older verifier)
+the same set also runs through that verifier, in a subprocess that imports the old package, so old and
+new are compared in one run on one machine.
 
     python benchmarks/verifier_bench.py --kernelbench /path/to/KernelBench --out bench.json          # GPU
+    python benchmarks/verifier_bench.py --kernelbench K --old-worktree /tmp/old --budget-s 900 --out b.json
     python benchmarks/verifier_bench.py --kernelbench /path/to/KernelBench --device cpu --quick ...  # smoke
 
 --quick rewrites the problems' size constants to tiny values (the CPU runs Triton in its interpreter);
@@ -22,6 +26,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,13 +36,18 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# `--_worker PATH` imports the verifier package from PATH (an old worktree) instead of this checkout.
+_WORKER_ROOT = sys.argv[sys.argv.index("--_worker") + 1] if "--_worker" in sys.argv else None
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, _WORKER_ROOT or str(ROOT))
 
 import kernelgym_baseline  # noqa: E402
 
 from drkernel.verify import VerifyOptions  # noqa: E402
 from drkernel.verify.engine import Verifier  # noqa: E402
+
+RESULT_FIELDS = {"status", "compiled", "correct", "hack", "speedup", "runtime_ms", "ref_runtime_ms", "coverage", "reward",
+                 "error", "timing_source"}
 
 CANDIDATES = ROOT / "benchmarks" / "candidates"
 
@@ -142,8 +152,7 @@ def ours(entries: list[Entry], device: str, concurrency: int, quick: bool, perf_
             r = verifier.verify(Path(entry.reference).read_text(), Path(entry.candidate).read_text(),
                                 options_for(entry, device, quick, perf_trials))
             return {"label": entry.label, "seconds": time.perf_counter() - s,
-                    **r.model_dump(include={"status", "compiled", "correct", "hack", "speedup", "runtime_ms",
-                                            "ref_runtime_ms", "coverage", "reward", "error", "timing_source"})}
+                    **r.model_dump(include=RESULT_FIELDS & set(type(r).model_fields))}
 
         t1 = time.perf_counter()
         with ThreadPoolExecutor(concurrency) as pool:
@@ -153,6 +162,35 @@ def ours(entries: list[Entry], device: str, concurrency: int, quick: bool, perf_
         verifier.close()
     return {"concurrency": concurrency, "probe_s": probe_s, "startup_s": startup_s, "wall_s": wall, "evaluations": len(entries),
             "evals_per_s": len(entries) / wall, "results": results}
+
+
+def old_verifier(worktree: Path, entries: list[Entry], device: str, levels: list[int], quick: bool, perf_trials: int,
+                 deadline: float, workdir: Path) -> list[dict[str, Any]]:
+    """The same runs through the verifier of an older checkout, in a subprocess importing that package.
+    Its fork-server finds the old package through PYTHONPATH (an old fork-server ignored sys.path)."""
+    spec = workdir / "old_spec.json"
+    out = workdir / "old_runs.json"
+    spec.write_text(json.dumps({"entries": [asdict(e) for e in entries], "device": device, "levels": levels,
+                                "quick": quick, "perf_trials": perf_trials, "deadline_s": deadline - time.time()}))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(worktree), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--_worker", str(worktree), str(spec), str(out)],
+                          env=env, cwd=str(worktree), timeout=max(60.0, deadline - time.time() + 600))
+    if proc.returncode != 0 or not out.exists():
+        raise SystemExit(f"the old verifier's run failed (exit {proc.returncode})")
+    return json.loads(out.read_text())
+
+
+def _worker(spec_path: str, out_path: str) -> int:
+    spec = json.loads(Path(spec_path).read_text())
+    entries = [Entry(**e) for e in spec["entries"]]
+    deadline = time.time() + spec["deadline_s"]
+    runs = []
+    for i, c in enumerate(spec["levels"]):
+        if i and time.time() > deadline:
+            break
+        runs.append(ours(entries, spec["device"], c, spec["quick"], spec["perf_trials"]))
+    Path(out_path).write_text(json.dumps(runs, default=str))
+    return 0
 
 
 def baseline(entries: list[Entry], device: str, quick: bool, trials: int) -> dict[str, Any]:
@@ -184,17 +222,39 @@ def _fmt(x: Any, spec: str = ".3f") -> str:
     return str(x)
 
 
+def report_old(entries: list[Entry], runs: list[dict[str, Any]], old: list[dict[str, Any]]) -> dict[str, Any]:
+    """New vs old verifier: per candidate (correct, hack, reward) and throughput at each concurrency."""
+    new_seq, old_seq = runs[0]["results"], old[0]["results"]
+    print(f"\n{'candidate':50s} {'new: corr hack reward':34s} | {'old: corr hack reward':34s}")
+    for e, n, o in zip(entries, new_seq, old_seq):
+        col = lambda r: f"{_fmt(r['correct']):4s} {(r['hack'] or '-')[:18]:18s} {_fmt(r['reward']):>8s}"  # noqa: E731
+        print(f"{e.label[:50]:50s} {col(n):34s} | {col(o):34s}")
+    ratios = {}
+    old_by_c = {r["concurrency"]: r for r in old}
+    for run in runs:
+        o = old_by_c.get(run["concurrency"])
+        if o:
+            ratios[run["concurrency"]] = run["evals_per_s"] / o["evals_per_s"]
+            print(f"concurrency {run['concurrency']}: new {run['evals_per_s']:.3f} eval/s, old {o['evals_per_s']:.3f} "
+                  f"eval/s, new/old = {ratios[run['concurrency']]:.2f}")
+    counts = lambda seq: {"correct": sum(bool(r["correct"]) for r in seq),  # noqa: E731
+                          "hack": sum(r["hack"] is not None for r in seq),
+                          "reward_positive": sum((r["reward"] or 0) > 0 for r in seq)}
+    print(f"new: {counts(new_seq)}; old: {counts(old_seq)}")
+    return {"new_over_old_throughput": ratios, "new_counts": counts(new_seq), "old_counts": counts(old_seq)}
+
+
 def report(entries: list[Entry], runs: list[dict[str, Any]], base: dict[str, Any] | None, skipped: list[str]) -> dict[str, Any]:
     seq = runs[0]["results"]
     by_label_base = {r["label"]: r for r in (base or {}).get("results", [])}
-    print(f"\n{'candidate':58s} {'ours: ok corr hack':24s} {'speedup':>8s} {'cov':>6s} {'s':>6s} | "
+    print(f"\n{'candidate':58s} {'ours: ok corr hack':24s} {'speedup':>8s} {'cov':>6s} {'reward':>6s} {'s':>6s} | "
           f"{'base: corr':10s} {'speedup':>8s} {'s':>6s}")
     for e, r in zip(entries, seq):
         b = by_label_base.get(e.label, {})
         err = f" [{r['error']['kind']}]" if r.get("error") else ""
         ours_col = f"{r['status'][:4]:4s} {_fmt(r['correct']):4s} {(r['hack'] or '-') + err}"
         print(f"{e.label[:58]:58s} {ours_col[:24]:24s} {_fmt(r['speedup']):>8s} {_fmt(r['coverage'], '.2f'):>6s} "
-              f"{r['seconds']:6.1f} | {_fmt(b.get('correct')):10s} {_fmt(b.get('speedup')):>8s} "
+              f"{_fmt(r['reward'], '.2f'):>6s} {r['seconds']:6.1f} | {_fmt(b.get('correct')):10s} {_fmt(b.get('speedup')):>8s} "
               f"{_fmt(b.get('seconds'), '.1f'):>6s}")
     print()
     for run in runs:
@@ -224,9 +284,12 @@ def report(entries: list[Entry], runs: list[dict[str, Any]], base: dict[str, Any
         print(f"hack {e.label}: ours hack={r['hack']} reward={_fmt(r['reward'])} speedup={_fmt(r['speedup'])} "
               f"({'caught' if caught else 'NOT CAUGHT'}); baseline correct={_fmt(b.get('correct'))} "
               f"speedup={_fmt(b.get('speedup'))}")
+    honest = [(e, r) for e, r in zip(entries, seq) if e.kind != "hack"]
+    false_hacks = [e.label for e, r in honest if r["hack"] is not None or (r["reward"] or 0) <= 0]
+    print(f"honest candidates with a hack or reward 0 (should be none): {false_hacks or 'none'}")
     for s in skipped:
         print(f"not run: {s}")
-    return {"self_speedups": selfs, "self_within_3pct": len(within), "baseline_self_speedups": base_selfs,
+    return {"honest_flagged": false_hacks, "self_speedups": selfs, "self_within_3pct": len(within), "baseline_self_speedups": base_selfs,
             "hacks": hacks}
 
 
@@ -244,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-s", type=float, default=330.0, help="skip the remaining phases past this wall time")
     p.add_argument("--problems", default="", help="comma list of PROBLEMS to run (default: all)")
     p.add_argument("--out", type=Path, required=True, help="JSON summary path")
+    p.add_argument("--old-worktree", type=Path, default=None,
+                   help="a git worktree of an older commit: run its verifier on the same set, side by side")
     a = p.parse_args(argv)
     device = a.device
     if device == "auto":
@@ -272,9 +337,19 @@ def main(argv: list[str] | None = None) -> int:
                 skipped.append(f"concurrency {c}: past --budget-s")
                 continue
             runs.append(ours(entries, device, c, a.quick, perf_trials))
+        old = None
+        if a.old_worktree is not None:
+            old_levels = [r["concurrency"] for r in runs]
+            old = old_verifier(a.old_worktree.resolve(), entries, device, old_levels, a.quick, perf_trials,
+                               time.time() + a.budget_s, Path(tmp))
         summary = report(entries, runs, base, skipped)
+        if old:
+            for run in old:
+                print(f"old verifier, concurrency {run['concurrency']}: {run['evaluations']} evaluations in "
+                      f"{run['wall_s']:.1f} s = {run['evals_per_s']:.3f} eval/s")
+            summary.update(report_old(entries, runs, old))
     out = {"device": device, "quick": a.quick, "perf_trials": perf_trials, "baseline_trials": base_trials,
-           "entries": [asdict(e) for e in entries], "ours": runs, "baseline": base, "skipped": skipped,
+           "entries": [asdict(e) for e in entries], "ours": runs, "old": old, "baseline": base, "skipped": skipped,
            "total_s": time.perf_counter() - t0, **summary}
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(out, indent=1, default=str))
@@ -283,4 +358,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if _WORKER_ROOT is not None:
+        i = sys.argv.index("--_worker")
+        sys.exit(_worker(sys.argv[i + 2], sys.argv[i + 3]))
     sys.exit(main())

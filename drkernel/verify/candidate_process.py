@@ -81,20 +81,15 @@ class Observer:
             self.tampered = changed
 
     def observe(self, label: str, call: Callable[[], Any], inputs: list[Any]) -> Any:
+        """One forward inside the timed window: only launch recording here, no sync, no slow checks."""
         self.recorder.begin()
         try:
             out = call()
-            self.backend.synchronize()
         except Exception as e:
             self.recorder.end()
             kind = classify(e, self.path, self.kernel_names | self.recorder.candidate_names)
             raise Fault(kind, short(e), traceback.format_exc()[-4000:]) from e
         window = self.recorder.end()
-        self.check_tamper()
-        if not self.side_processes:
-            # Compilers Triton runs (ptxas) have exited by now: a live descendant is work hidden from the
-            # harness (this process is a subreaper, so double-forked orphans are counted too).
-            self.side_processes = [f"pid {pid} alive after {label}" for pid in descendants(os.getpid())]
         if len(self.alias_calls) < 5 and aliases(flatten(out), inputs):
             self.alias_calls.append(label)
         mine = window.candidate_launches()
@@ -108,6 +103,11 @@ class Observer:
         return out
 
     def evidence(self) -> dict[str, Any]:
+        """Checked after the timed window: harness tampering, and processes alive after the calls (Triton's
+        compilers have exited by then; this process is a subreaper, so double-forked orphans count too)."""
+        self.check_tamper()
+        if not self.side_processes:
+            self.side_processes = [f"pid {pid} alive after the calls" for pid in descendants(os.getpid())]
         return {"decoy_calls": self.decoy_calls[:protocol.MAX_LIST], "tampered": self.tampered[:20],
                 "side_processes": self.side_processes[:5], "stream_mismatch": self.stream_mismatch[:5],
                 "aliases": self.alias_calls[:5], "launches": self.launches}

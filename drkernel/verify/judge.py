@@ -166,7 +166,12 @@ class Judge:
 
     # -- inputs -------------------------------------------------------------------------------------------
     def make_sets(self, seeds: list[int]) -> list[list[Any]]:
-        return [problem.make_inputs(self.module, s, self.backend) for s in seeds]
+        try:
+            return [problem.make_inputs(self.module, s, self.backend) for s in seeds]
+        except torch.OutOfMemoryError:
+            raise
+        except Exception as e:
+            raise Infra("reference", f"the reference's get_inputs failed: {type(e).__name__}: {e}") from e
 
     def _bytes_set(self, values: list[Any]) -> tuple[list[dict[str, Any]], bytes]:
         return protocol.encode_values([v.to("cpu") if isinstance(v, torch.Tensor) else v for v in values])
@@ -201,10 +206,8 @@ class Judge:
         self.backend.synchronize()
         t0 = time.perf_counter()
         ch.order("run", k)
-        header, _ = ch.reply("ran")
-        elapsed = time.perf_counter() - t0
-        ch.evidence = header["evidence"]
-        return elapsed
+        ch.reply("ran")
+        return time.perf_counter() - t0
 
     def collect(self, ch: Channel, k: int, with_inputs: bool) -> tuple[list[list[Any]], list[list[Any]] | None]:
         """Outputs of the last run (and the runner's inputs as they are now), outside any timed window."""
@@ -227,6 +230,7 @@ class Judge:
         if self.ipc:
             ch.order("describe")
             header, _ = ch.reply("outputs", 0, precheck)
+            ch.evidence = header["evidence"]
             buffers: list[list[Any]] = []
             ctx = torch.cuda.use_mem_pool(self.pool) if not ch.trusted else _nullcontext()
             with ctx:
@@ -240,6 +244,7 @@ class Judge:
         cap = REFERENCE_PAYLOAD if ch.trusted else self._candidate_cap(k, with_inputs)
         ch.order("collect", with_inputs)
         header, payload = ch.reply("outputs", cap, precheck)
+        ch.evidence = header["evidence"]
         calls = header["calls"] + (header["inputs"] or [])
         if header["inputs"] is not None and len(header["inputs"]) != k:
             raise CandidateFault("protocol", "inputs reported for the wrong number of calls",
@@ -273,11 +278,11 @@ class Judge:
         if self.ref_specs is None:
             self.ref_specs = _specs(ref_out[0])
             self.ref_aliases = bool(self.ref.evidence.get("aliases"))
-        self.absorb(self.cand.evidence)
         try:
             cand_out, cand_in = self.collect(self.cand, k, with_inputs)
         except torch.OutOfMemoryError as e:
             raise CandidateFault("runtime", f"out of device memory holding the candidate's outputs: {e}") from e
+        self.absorb(self.cand.evidence)
         records = []
         for j in range(k):
             ok, message, stats = tensors.compare(ref_out[j], cand_out[j], self.o["atol"], self.o["rtol"],

@@ -163,9 +163,16 @@ class Runner:
                 inputs = self.staged[i]
                 outputs.append(self.observe(f"call {self.calls}", lambda: self.model(*inputs), inputs))
                 self.calls += 1
-        self.backend.synchronize()
+        try:
+            self.backend.synchronize()
+        except Exception as e:  # an asynchronous device fault of the calls above
+            raise Fault("runtime", short(e), traceback.format_exc()[-4000:]) from e
         self.outputs = outputs
-        self.reply({"type": "ran", "evidence": self.evidence() if self.evidence else {}})
+        self.reply({"type": "ran"})
+
+    def _evidence(self) -> dict[str, Any]:
+        """Gathered after the timed window (the tamper and process checks cost milliseconds)."""
+        return self.evidence() if self.evidence else {}
 
     def _checked(self) -> list[list[Any]]:
         return [plain_outputs(out, self.backend.name) for out in self.outputs]
@@ -186,14 +193,15 @@ class Runner:
                 inputs.append(s)
                 chunks.append(data)
         self.outputs = []
-        self.reply({"type": "outputs", "calls": specs, "inputs": inputs}, b"".join(chunks))
+        self.reply({"type": "outputs", "calls": specs, "inputs": inputs, "evidence": self._evidence()},
+                   b"".join(chunks))
 
     def _describe(self) -> None:
         """CUDA: what the outputs are (dtype, shape), so the judge can allocate buffers for them."""
         calls = self._checked()
         specs = [[tensor_spec(v) if isinstance(v, torch.Tensor) else protocol.scalar_spec(v) for v in values]
                  for values in calls]
-        self.reply({"type": "outputs", "calls": specs, "inputs": None})
+        self.reply({"type": "outputs", "calls": specs, "inputs": None, "evidence": self._evidence()})
 
     def _fill(self, buffers: list[list[Any]]) -> None:
         """CUDA: copy each output tensor into the judge's buffer for it, sync, drop the outputs."""

@@ -158,7 +158,7 @@ def test_cli_usage_and_infra_exit_codes(tmp_path: Path) -> None:
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
     assert proc.returncode == 2 and "not found" in proc.stderr and "Traceback" not in proc.stderr
 
+    # A reference without Model is refused by the CLI before any process starts (issue 11 item 10): exit 2.
     proc = _cli(tmp_path, REF.replace("class Model(", "class Modle("), HONEST, "--json")
-    assert proc.returncode == 1, proc.stderr[-2000:]
-    data = _one_json(proc.stdout)
-    assert data["status"] == "infra_error" and data["error"]["kind"] in ("reference", "usage")
+    assert proc.returncode == 2 and proc.stdout == "" and "no Model" in proc.stderr, proc.stderr[-2000:]
+

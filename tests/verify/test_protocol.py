@@ -22,7 +22,7 @@ def test_values_round_trip_dtypes_shapes_and_scalars():
               torch.empty(0, 3), torch.tensor(2.5), 7, None, 1.5, True]
     specs, payload = protocol.encode_values(values)
     a, b = pipe()
-    protocol.send(a, {"type": "outputs", "calls": [specs], "inputs": None}, payload)
+    protocol.send(a, {"type": "outputs", "calls": [specs], "inputs": None, "evidence": {}}, payload)
     header, data = protocol.recv(b, max_payload=len(payload))
     [back] = protocol.decode_calls(header["calls"], data)
     for x, y in zip(values, back):
@@ -48,18 +48,19 @@ def test_a_pickle_frame_is_rejected_and_never_runs(tmp_path):
 
 
 @pytest.mark.parametrize("header, match", [
-    ({"type": "ran"}, "evidence is an object"),
+    ({"type": "ran", "evidence": {}}, "unexpected fields"),
+    ({"type": "outputs", "calls": [], "inputs": None, "evidence": []}, "evidence is an object"),
     ({"type": "nope"}, "unknown message type"),
     ({"type": "staged", "extra": 1}, "unexpected fields"),
     ({"type": "fault", "kind": "infra", "message": "m", "detail": "", "phase": "run"}, "unknown fault kind"),
     ({"type": "outputs", "calls": [[{"kind": "tensor", "dtype": "float32", "shape": [2], "nbytes": 9,
-                                     "device": "cpu"}]], "inputs": None}, "is 8 bytes, not 9"),
+                                     "device": "cpu"}]], "inputs": None, "evidence": {}}, "is 8 bytes, not 9"),
     ({"type": "outputs", "calls": [[{"kind": "tensor", "dtype": "object", "shape": [2], "nbytes": 16,
-                                     "device": "cpu"}]], "inputs": None}, "not one the verifier compares"),
+                                     "device": "cpu"}]], "inputs": None, "evidence": {}}, "not one the verifier compares"),
     ({"type": "outputs", "calls": [[{"kind": "tensor", "dtype": "float32", "shape": [-1], "nbytes": 0,
-                                     "device": "cpu"}]], "inputs": None}, "integer in"),
+                                     "device": "cpu"}]], "inputs": None, "evidence": {}}, "integer in"),
     ({"type": "outputs", "calls": [[{"kind": "tensor", "dtype": "float32", "shape": [1] * 9, "nbytes": 4,
-                                     "device": "cpu"}]], "inputs": None}, "at most 8 sizes"),
+                                     "device": "cpu"}]], "inputs": None, "evidence": {}}, "at most 8 sizes"),
     ({"type": "coverage", "kernel_ms_per_call": 1.0, "fraction": 7.0, "source": "x", "detail": {},
       "collisions": []}, "finite number in"),
     ([1, 2], "JSON object"),
@@ -85,7 +86,7 @@ def test_nan_and_oversized_frames():
 def test_payload_caps_are_enforced_before_reading():
     specs, payload = protocol.encode_values([torch.zeros(1000)])
     a, b = pipe()
-    protocol.send(a, {"type": "outputs", "calls": [specs], "inputs": None}, payload)
+    protocol.send(a, {"type": "outputs", "calls": [specs], "inputs": None, "evidence": {}}, payload)
     with pytest.raises(protocol.ProtocolError, match="at most 100 accepted"):
         protocol.recv(b, max_payload=100)
     # A header announcing less than it sends: the length is checked exactly.
@@ -107,7 +108,7 @@ def test_payload_must_match_specs_exactly():
 def test_precheck_runs_before_the_payload_is_read():
     specs, payload = protocol.encode_values([torch.zeros(4)])
     a, b = pipe()
-    protocol.send(a, {"type": "outputs", "calls": [specs], "inputs": None}, payload)
+    protocol.send(a, {"type": "outputs", "calls": [specs], "inputs": None, "evidence": {}}, payload)
 
     def refuse(header):
         raise RuntimeError("shape differs from the reference")
