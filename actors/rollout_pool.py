@@ -20,6 +20,7 @@ import ray
 from actors.rollout_worker import EpisodeFn, RolloutWorker
 from drkernel.config.train import RolloutConfig
 from drkernel.rl.rewards import RewardConfig
+from drkernel.verify.options import VerifyOptions
 
 log = logging.getLogger(__name__)
 
@@ -35,13 +36,16 @@ def worker_factory(
     cfg: RolloutConfig,
     reward_cfg: RewardConfig | None = None,
     episode_fn: EpisodeFn | None = None,
+    verify_options: VerifyOptions | None = None,
+    verify_delay_s: float = 0.0,
 ) -> WorkerFactory:
     """Start one RolloutWorker per call, with the rollout section's CPU reservation and no Ray restarts
     (the pool replaces dead workers itself, under new ids)."""
 
     def start(worker_id: str) -> ray.actor.ActorHandle:
         return RolloutWorker.options(num_cpus=cfg.cpus_per_worker, max_restarts=0).remote(
-            worker_id, queue, prompt_source, policy, verifier, tokenizer, cfg, reward_cfg, episode_fn
+            worker_id, queue, prompt_source, policy, verifier, tokenizer, cfg, reward_cfg, episode_fn,
+            verify_options=verify_options, verify_delay_s=verify_delay_s,
         )
 
     return start

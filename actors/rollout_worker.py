@@ -27,11 +27,13 @@ from drkernel.config.train import RolloutConfig
 from drkernel.rl.rewards import RewardConfig
 from drkernel.rollout.group import FinishedGroup, PromptGroup
 from drkernel.rollout.types import GenerateOutput, SamplingParams, Trajectory
+from drkernel.verify.options import VerifyOptions
+from drkernel.verify.result import VerifyResult
 
 log = logging.getLogger(__name__)
 
 GenerateFn = Callable[[list[int], SamplingParams], Awaitable[GenerateOutput]]
-VerifyFn = Callable[..., Awaitable[Any]]
+VerifyFn = Callable[[str, str, str], Awaitable[VerifyResult]]  # (reference, candidate, entry_point) -> verdict
 
 
 class EpisodeFn(Protocol):
@@ -59,6 +61,8 @@ class RolloutWorker:
         reward_cfg: RewardConfig | dict[str, Any] | None = None,
         episode_fn: EpisodeFn | None = None,
         admit_poll_s: float = 1.0,
+        verify_options: VerifyOptions | dict[str, Any] | None = None,
+        verify_delay_s: float = 0.0,
     ):
         if episode_fn is None:
             from drkernel.rollout.episode import run_episode
@@ -71,6 +75,9 @@ class RolloutWorker:
         self._queue, self._source = queue, prompt_source
         self._policy, self._verifier, self._tokenizer = policy, verifier, tokenizer
         self._episode = episode_fn
+        self._verify_options = verify_options if isinstance(verify_options, VerifyOptions) else (
+            VerifyOptions.model_validate(verify_options or {}))
+        self._verify_delay_s = verify_delay_s  # benchmarks: a slower verifier without a slower machine
         self._admit_poll_s = admit_poll_s
         self._slots: list[asyncio.Task] = []
         self._episodes: set[asyncio.Task] = set()  # live episode tasks (stats: 0 once a group is done)
@@ -83,8 +90,13 @@ class RolloutWorker:
         out = await self._policy.generate.remote(prompt_ids, sampling)
         return out if isinstance(out, GenerateOutput) else GenerateOutput.model_validate(out)
 
-    async def _verify(self, *args: Any, **kwargs: Any) -> Any:
-        return await self._verifier.verify.remote(*args, **kwargs)
+    async def _verify(self, reference: str, candidate: str, entry_point: str) -> VerifyResult:
+        """The job's verifier deployment, with the job's options for this task's entry point; priced by the
+        rollout's reward config (the deployment caches verdicts, not rewards)."""
+        options = self._verify_options.model_copy(update={"entry_point": entry_point})
+        if self._verify_delay_s:
+            await asyncio.sleep(self._verify_delay_s)
+        return await self._verifier.verify.remote(reference, candidate, options, self.reward_cfg)
 
     async def _sample(self, group: PromptGroup, index: int) -> Trajectory:
         """One episode, retried on an exception (cancellation is never retried)."""

@@ -41,6 +41,8 @@ class PolicyConfig(StrictModel):
     num_threads: int | None = Field(1, ge=1, description="torch CPU threads per replica; null = torch default")
     app_name: str = Field("drkernel-train-policy", min_length=1, description="Serve app name owned by this job")
     route_prefix: str = Field("/drkernel-train-policy", description="HTTP prefix of the OpenAI-compatible route")
+    http_host: str = Field("127.0.0.1", description="Serve HTTP address when this job starts Serve (loopback default)")
+    http_port: int = Field(8000, ge=1, le=65535, description="Serve HTTP port when this job starts Serve")
     served_model_name: str = Field("drkernel-policy", min_length=1, description="model name the HTTP route serves")
     api_token_env: str = Field("DRKERNEL_API_TOKEN", description="env var of the HTTP bearer token(s); unset = open")
     http_max_inflight: int = Field(8, ge=1, description="HTTP generations at once (503 beyond)")

@@ -93,7 +93,7 @@ async def toy_episode(task: TaskRow, group_id: str, sample_index: int, generate,
         traj.response_ids += out.token_ids
         traj.response_mask += [1] * len(out.token_ids)
         traj.response_logprobs += out.logprobs
-        verdict = await verify(task.reference_code, f"{kind}/{group_id}/{sample_index}/{turn}", None, reward_cfg)
+        verdict = await verify(task.reference_code, f"{kind}/{group_id}/{sample_index}/{turn}", task.entry_point)
         traj.turns.append(Turn(index=turn, start=start, end=len(traj.response_ids), policy_version=out.version,
                                finish_reason=out.finish_reason, text="", code="x", verdict=verdict, reward=1.0))
         traj.response_ids += [9, 9]  # feedback tokens

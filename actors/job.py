@@ -1,0 +1,359 @@
+"""The training job: setup, run, checkpoint, cleanup (a torchtune-style recipe over Ray actors).
+
+    setup()   join or start Ray; deploy this job's verifier and policy Serve apps (its own names, never a
+              stranger's); start the trainer ranks, the prompt source, the trajectory queue and the
+              rollout pool; on --resume restore every one of them from the latest checkpoint.
+    run()     each step: take B finished groups from the queue (admission keeps them within max_staleness
+              versions), train on them, every k steps push weights to every policy replica and advance
+              the version; log, sample, checkpoint every m steps.
+    cleanup() stop the rollout workers, kill the actors, delete only the Serve apps this job deployed
+              (their replicas close their fork-servers and engines), leave a cluster it joined running.
+
+The job is the driver: it holds no model and does no maths. Rollout workers run concurrently with training
+the whole time, which is what makes the run asynchronous; max_staleness 0 makes it synchronous for
+comparison.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray import serve
+
+from actors.prompt_source import PromptSource
+from actors.rollout_pool import RolloutPool, worker_factory
+from actors.trainer import create_trainer_group
+from actors.trajectory_queue import TrajectoryQueue
+from drkernel.config.train import TrainConfig
+from drkernel.log import get_logger, kv, setup_logging
+from drkernel.rollout.group import FinishedGroup
+from drkernel.train.checkpoint import latest_checkpoint
+from drkernel.train.metrics import MetricsWriter
+
+log = get_logger("train")
+REPO = Path(__file__).resolve().parents[1]
+
+
+class JobStopped(Exception):
+    """SIGTERM (ray job stop) or SIGINT: the job stops at once and cleans up."""
+
+
+def _raise_stopped(signum: int, _frame: Any) -> None:
+    raise JobStopped(f"signal {signal.Signals(signum).name}")
+
+
+def resolve_model_path(cfg: TrainConfig) -> str:
+    """policy.model_path, else the SFT checkpoint of this config (trained first when it does not exist)."""
+    if cfg.policy.model_path:
+        if not (Path(cfg.policy.model_path) / "config.json").is_file():
+            raise FileNotFoundError(f"policy.model_path {cfg.policy.model_path} holds no HF model (config.json)")
+        return cfg.policy.model_path
+    sft_dir = Path(cfg.sft.output_dir)
+    if not (sft_dir / "config.json").is_file():
+        from drkernel.sft.stage import run_sft_stage
+
+        log.info("no SFT checkpoint at %s: running the SFT warm start first", sft_dir)
+        run_sft_stage(cfg, log=log.info)
+    return str(sft_dir)
+
+
+def prompt_file(cfg: TrainConfig) -> str:
+    if cfg.rl_data.prompt_file:
+        return cfg.rl_data.prompt_file
+    from drkernel.tasks import library_parquet_path
+
+    return str(library_parquet_path())
+
+
+def group_sample(group: FinishedGroup, limit_chars: int = 2000) -> dict[str, Any]:
+    """One trajectory of a group, per turn: kernel, feedback, verdict summary, reward (for humans)."""
+    traj = group.trajectories[0]
+    turns = []
+    for t in traj.turns:
+        verdict = t.verdict or {}
+        turns.append({
+            "turn": t.index, "version": t.policy_version, "reward": t.reward, "masked": t.masked,
+            "kernel": (t.code or "")[:limit_chars], "feedback": (t.feedback or "")[:limit_chars],
+            "verdict": {k: verdict.get(k) for k in ("status", "compiled", "correct", "hack", "speedup", "coverage")}
+            | {"error": (verdict.get("error") or {}).get("kind")},
+        })
+    return {"group_id": group.group_id, "task_uid": group.task_uid, "end_reason": traj.end_reason, "turns": turns}
+
+
+class _Gauges:
+    """The per-step numbers on the Ray dashboard (ray.util.metrics, exported by every node's agent)."""
+
+    KEYS = ("rollout/reward_mean", "rollout/correct_rate", "rollout/fast1", "staleness/max", "queue/ready",
+            "throughput/tokens_per_s", "weights/push_s", "trainer/version")
+
+    def __init__(self) -> None:
+        from ray.util.metrics import Gauge
+
+        self._gauges = {k: Gauge("drkernel_" + k.replace("/", "_"), description=k) for k in self.KEYS}
+
+    def set(self, metrics: dict[str, float]) -> None:
+        for key, gauge in self._gauges.items():
+            if key in metrics:
+                gauge.set(float(metrics[key]))
+
+
+def absolute_paths(cfg: TrainConfig) -> TrainConfig:
+    """The config with every path made absolute: actors and replicas do not run in the driver's cwd."""
+    data = cfg.model_dump()
+    for section, key in (("trainer", "output_dir"), ("sft", "output_dir"), ("model", "output_dir"),
+                         ("policy", "model_path"), ("rl_data", "prompt_file"), ("sft", "base_model"),
+                         ("data", "tasks_dir"), ("data", "sft_file")):
+        if data[section].get(key):
+            data[section][key] = str(Path(data[section][key]).expanduser().resolve())
+    return TrainConfig.model_validate(data)
+
+
+class TrainJob:
+    """One training run; `main()` = setup, run, cleanup, returning the run's summary."""
+
+    def __init__(self, cfg: TrainConfig, resume: bool = False, address: str | None = None) -> None:
+        cfg = absolute_paths(cfg)
+        self.cfg = cfg
+        self.resume = resume
+        self.address = address or os.environ.get("RAY_ADDRESS")
+        self.out = Path(cfg.trainer.output_dir)
+        self._started_ray = False
+        self._apps: list[str] = []
+        self._actors: list[Any] = []
+        self.ranks: list[Any] = []
+        self.pool: RolloutPool | None = None
+        self.step = 0
+        self.version = 0
+        self.history: list[dict[str, float]] = []
+        self.trained_group_ids: list[str] = []
+
+    # ---- setup ----------------------------------------------------------------------------------------------------
+    def _start_ray(self) -> None:
+        if ray.is_initialized():
+            return
+        if self.address:
+            ray.init(address=self.address, log_to_driver=True)
+        else:  # a private cluster: never attach to a stranger's ("auto" would)
+            ray.init(address="local", num_cpus=max(os.cpu_count() or 1, math.ceil(self.reserved_cpus())),
+                     runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}}, log_to_driver=True)
+            self._started_ray = True
+        ray.data.DataContext.get_current().enable_progress_bars = False
+
+    def reserved_cpus(self) -> float:
+        """Ray CPUs this job's actors and replicas reserve (a private cluster gets at least this many)."""
+        c = self.cfg
+        return (c.policy.num_replicas * c.policy.cpus_per_replica + c.verifier.num_replicas * c.verifier.cpus_per_replica
+                + c.trainer.num_workers * c.trainer.cpus_per_worker + c.rollout.num_workers * c.rollout.cpus_per_worker)
+
+    def _deploy(self, name: str, app: Any, route_prefix: str | None) -> None:
+        existing = serve.status().applications
+        if name in existing:
+            raise RuntimeError(f"a Serve app named {name!r} already runs on this cluster; this job deploys its own "
+                               f"apps and never replaces another's (set policy.app_name / verifier.app_name)")
+        serve.run(app, name=name, route_prefix=route_prefix)
+        self._apps.append(name)
+
+    def _deploy_verifier(self) -> Any:
+        from serve_apps.verifier import VerifierReplica
+        from serve_apps.verifier_config import VerifierServeConfig
+
+        vc = self.cfg.verifier
+        serve_cfg = VerifierServeConfig.model_validate({
+            "device": vc.device, "max_concurrency": vc.max_concurrency, "cpus_per_replica": vc.cpus_per_replica,
+            "autoscaling": {"min_replicas": vc.num_replicas, "max_replicas": vc.num_replicas},
+            "max_ongoing_requests": max(8, 4 * vc.max_concurrency),
+        })
+        app = VerifierReplica.options(
+            num_replicas=vc.num_replicas, ray_actor_options=serve_cfg.replica_actor_options(),
+            max_ongoing_requests=serve_cfg.max_ongoing_requests, max_queued_requests=-1,
+        ).bind(serve_cfg.model_dump())
+        self._deploy(vc.app_name, app, None)  # no HTTP route: HTTP users can never stall training
+        return serve.get_deployment_handle("Verifier", app_name=vc.app_name)
+
+    def setup(self) -> None:
+        cfg = self.cfg
+        setup_logging(cfg.logging.json_logs)
+        self.out.mkdir(parents=True, exist_ok=True)
+        model_path = resolve_model_path(cfg)
+        checkpoint = latest_checkpoint(self.out / "checkpoints") if self.resume else None
+        if self.resume and checkpoint is None:
+            raise FileNotFoundError(f"--resume: no checkpoint under {self.out / 'checkpoints'}")
+        self._start_ray()
+        serve.start(http_options={"host": cfg.policy.http_host, "port": cfg.policy.http_port})
+        log.info("ray %s; model %s; prompts %s", ray.get_runtime_context().gcs_address, model_path, prompt_file(cfg))
+
+        from serve_apps.policy import build_policy_app, policy_handle
+        from transformers import AutoTokenizer
+
+        verifier = self._deploy_verifier()
+        self._deploy(cfg.policy.app_name, build_policy_app(cfg.policy, model_path), cfg.policy.route_prefix)
+        policy = policy_handle(cfg.policy.app_name)
+        tokenizer = AutoTokenizer.from_pretrained(model_path)
+
+        self.ranks = create_trainer_group(cfg, model_path)
+        self.source = PromptSource.remote(prompt_file(cfg), cfg.rl_data.seed, cfg.rl_data.num_epochs)
+        self.queue = TrajectoryQueue.remote(cfg.queue, cfg.trainer.publish_every, self.source)
+        self._actors += [self.source, self.queue]
+        ray.get([r.attach_policy.remote() for r in self.ranks])
+        if checkpoint is not None:
+            self._restore(checkpoint)
+        factory = worker_factory(self.queue, self.source, policy, verifier, tokenizer, cfg.rollout,
+                                 cfg.algorithm.reward, verify_options=cfg.verifier.options,
+                                 verify_delay_s=cfg.verifier.injected_latency_s)
+        self.pool = RolloutPool(factory, cfg.rollout.num_workers, self.queue, self.source)
+        self.writer = MetricsWriter(self.out, jsonl=cfg.logging.jsonl, tensorboard=cfg.logging.tensorboard,
+                                    wandb=cfg.logging.wandb, wandb_project=cfg.logging.wandb_project,
+                                    run_config=cfg.model_dump(mode="json"))
+        self.gauges = _Gauges()
+
+    def _restore(self, path: Path) -> None:
+        """Trainer (weights, optimizer, RNG, filter), queue + prompt source, step, version; then the policy
+        replicas get the trainer's weights under the saved version, so rollouts continue where they stopped."""
+        extra = ray.get([r.load_checkpoint.remote(str(path)) for r in self.ranks])[0]
+        ray.get(self.queue.load_state_dict.remote(extra["queue"]))
+        self.step, self.version = int(extra["step"]), int(extra["version"])
+        self.trained_group_ids = list(extra.get("trained_group_ids", []))
+        self.history = list(extra.get("history", []))
+        if self.version > 0:
+            ray.get([r.attach_policy.remote(None, self.version - 1) for r in self.ranks])
+            ray.get([r.publish_weights.remote() for r in self.ranks])
+        ray.get(self.queue.set_version.remote(self.version))
+        log.info("resumed from %s at step %d, policy version %d", path, self.step, self.version)
+
+    # ---- run -------------------------------------------------------------------------------------------------------
+    async def _train_once(self, groups: list[FinishedGroup], t_run: float, tokens_so_far: int) -> dict[str, float]:
+        cfg = self.cfg
+        t0 = time.monotonic()
+        ref = ray.put(groups)
+        metrics = (await asyncio.gather(*(r.train_step.remote(ref) for r in self.ranks)))[0]
+        self.step += 1
+        self.trained_group_ids += [g.group_id for g in groups]
+        lags = [self.version - g.min_version for g in groups]
+        metrics.update({"step": float(self.step), "staleness/max": float(max(lags)),
+                        "staleness/mean": sum(lags) / len(lags), "time/train_s": time.monotonic() - t0})
+        if self.step % cfg.trainer.publish_every == 0:
+            push = (await asyncio.gather(*(r.publish_weights.remote() for r in self.ranks)))[0]
+            self.version = int(push["trainer/version"])
+            await self.queue.set_version.remote(self.version)
+            metrics.update(push)
+        trajectories = [t for g in groups for t in g.trajectories]
+        tokens = sum(t.end - t.start for traj in trajectories for t in traj.turns)
+        verify_s = [traj.metrics.get("verify_s", 0.0) for traj in trajectories]
+        verified = sum(1 for traj in trajectories for t in traj.turns if t.verdict is not None)
+        queue = await self.queue.stats.remote()
+        metrics.update({
+            "trainer/version": float(self.version), "rollout/tokens": float(tokens),
+            "rollout/verifier_calls": float(verified),
+            "rollout/verifier_s_per_call": sum(verify_s) / max(verified, 1),
+            "throughput/tokens_per_s": (tokens_so_far + tokens) / max(time.monotonic() - t_run, 1e-9),
+            "queue/ready": float(queue.get("ready", queue.get("num_ready", 0))),
+            "queue/running": float(queue.get("running", 0)), "queue/dropped": float(queue.get("dropped", 0)),
+            "time/step_s": time.monotonic() - t0,
+        })
+        return metrics
+
+    async def _run(self) -> None:
+        cfg = self.cfg
+        assert self.pool is not None
+        self.pool.start()
+        rollouts = asyncio.ensure_future(self.pool.wait())
+        t_run, tokens = time.monotonic(), 0
+        while self.step < cfg.trainer.total_steps:
+            groups = await self.queue.get_batch.remote(cfg.queue.groups_per_step, 5.0)
+            if not groups:
+                if rollouts.done():
+                    rollouts.result()  # re-raise a pool failure; else the prompts ran out
+                    log.info("prompts exhausted after %d steps", self.step)
+                    break
+                continue
+            metrics = await self._train_once(groups, t_run, tokens)
+            tokens += int(metrics["rollout/tokens"])
+            self.history.append(metrics)
+            self.writer.write(self.step, metrics)
+            self.gauges.set(metrics)
+            log.info("step %d/%d %s", self.step, cfg.trainer.total_steps, kv({
+                "version": int(self.version), "reward": metrics.get("rollout/reward_mean", 0.0),
+                "correct": metrics.get("rollout/correct_rate", 0.0), "fast1": metrics.get("rollout/fast1", 0.0),
+                "staleness": int(metrics["staleness/max"]), "tok/s": metrics["throughput/tokens_per_s"],
+                "step_s": metrics["time/step_s"]}))
+            if self.step % cfg.logging.samples_every == 0:
+                self.writer.write_samples(self.step, [group_sample(g) for g in groups[: cfg.logging.samples_per_dump]])
+            if self.step % cfg.trainer.checkpoint_every == 0 or self.step == cfg.trainer.total_steps:
+                await self._checkpoint()
+        await self.pool.stop()
+        rollouts.cancel()
+
+    async def _checkpoint(self) -> None:
+        extra = {"step": self.step, "version": self.version, "queue": await self.queue.state_dict.remote(),
+                 "trained_group_ids": self.trained_group_ids, "history": self.history}
+        path = (await asyncio.gather(*(r.save_checkpoint.remote(str(self.out / "checkpoints"), extra)
+                                       for r in self.ranks)))[0]
+        log.info("checkpoint %s", path)
+
+    def run(self) -> None:
+        asyncio.run(self._run())
+
+    # ---- cleanup -----------------------------------------------------------------------------------------------------
+    def cleanup(self) -> None:
+        """Best effort, each part on its own: a failure in one never leaves the others running."""
+        if self.pool is not None and self.pool.workers:
+            try:
+                asyncio.run(self.pool.stop(timeout_s=5.0))
+            except Exception as e:  # noqa: BLE001 - keep cleaning up
+                log.warning("stopping rollout workers: %s", e)
+        for rank in self.ranks:
+            try:
+                ray.get(rank.shutdown.remote(), timeout=10)
+            except Exception:  # noqa: BLE001 - a dead rank needs no shutdown
+                pass
+        for actor in [*self.ranks, *self._actors]:
+            ray.kill(actor, no_restart=True)
+        for name in reversed(self._apps):
+            try:
+                serve.delete(name)
+            except Exception as e:  # noqa: BLE001
+                log.warning("deleting Serve app %s: %s", name, e)
+        if hasattr(self, "writer"):
+            self.writer.close()
+        if self._started_ray:
+            serve.shutdown()
+            ray.shutdown()
+
+    def summary(self, wall_s: float) -> dict[str, Any]:
+        h = self.history
+        return {
+            "steps": self.step,
+            "policy_versions": self.version,
+            "reward_mean_per_step": [m.get("rollout/reward_mean", 0.0) for m in h],
+            "correct_rate_per_step": [m.get("rollout/correct_rate", 0.0) for m in h],
+            "fast1_per_step": [m.get("rollout/fast1", 0.0) for m in h],
+            "max_staleness_observed": max((int(m["staleness/max"]) for m in h), default=0),
+            "trajectories": int(sum(m.get("rollout/trajectories", 0.0) for m in h)),
+            "verifier_calls": int(sum(m.get("rollout/verifier_calls", 0.0) for m in h)),
+            "tokens_per_s": h[-1]["throughput/tokens_per_s"] if h else 0.0,
+            "wall_s": round(wall_s, 1),
+            "trained_group_ids": self.trained_group_ids,
+            "output_dir": str(self.out),
+        }
+
+    def main(self) -> dict[str, Any]:
+        """setup -> run -> cleanup; SIGTERM (ray job stop) and Ctrl-C stop at once and still clean up."""
+        t0 = time.monotonic()
+        previous = {s: signal.signal(s, _raise_stopped) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self.setup()
+            self.run()
+        finally:
+            try:
+                self.cleanup()
+            finally:
+                for s, handler in previous.items():
+                    signal.signal(s, handler)
+        return self.summary(time.monotonic() - t0)
