@@ -146,7 +146,8 @@ def _last_existing_reward(reward: torch.Tensor, exists: torch.Tensor, counted: t
     slots = torch.arange(reward.shape[1]).expand_as(reward)
     last = torch.where(exists, slots, torch.full_like(slots, -1)).max(dim=1).values
     picked = last.clamp(min=0)[:, None]
-    value = torch.where(counted.gather(1, picked), reward.gather(1, picked), torch.zeros_like(picked, dtype=reward.dtype))
+    chosen = reward.gather(1, picked)
+    value = torch.where(counted.gather(1, picked), chosen, torch.zeros_like(chosen))
     return torch.where(last >= 0, value[:, 0], torch.zeros_like(value[:, 0]))
 
 
@@ -256,7 +257,8 @@ def _token_tensors(trajectories: Sequence[Trajectory], turn_mask: torch.Tensor, 
     slot = out["token_turn"].clamp(min=0)
     counted = sampled & turn_mask.gather(1, slot)
     out["response_mask"] = counted
-    out["rollout_log_probs"] = torch.where(sampled, out["rollout_log_probs"], torch.zeros_like(out["rollout_log_probs"]))
+    logprobs = out["rollout_log_probs"]
+    out["rollout_log_probs"] = torch.where(sampled, logprobs, torch.zeros_like(logprobs))
     out["advantages"] = torch.where(counted, turn_adv.gather(1, slot), torch.zeros(n, seq))
     return out
 

@@ -68,7 +68,8 @@ def test_tokens_turns_and_advantages_line_up():
 
 
 def test_meaningful_turn_rule_masks_a_regression():
-    trajs = _group("a", [[TurnSpec(**OK), TurnSpec(reward=0.0)], [TurnSpec(), TurnSpec(**OK)], [TurnSpec(), TurnSpec()]])
+    trajs = _group("a", [[TurnSpec(**OK), TurnSpec(reward=0.0)], [TurnSpec(), TurnSpec(**OK)],
+                         [TurnSpec(), TurnSpec()]])
     batch = _build(trajs)
     assert batch.turn_mask[0].tolist() == [True, False]  # correct, then a regression: masked, not punished
     assert batch.metrics["batch/meaningful_masked_fraction"] == pytest.approx(1 / 6)
