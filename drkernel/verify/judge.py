@@ -18,12 +18,14 @@ No candidate code runs here and nothing a runner sends is unpickled (drkernel.ve
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import os
 import statistics
 import time
 import traceback
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 import torch
@@ -39,6 +41,20 @@ ROUND_BYTES = {"cpu": 256 << 20, "cuda": 4 << 30, "npu": 2 << 30}  # input+outpu
 EMPTY_ROUND_TRIPS = 7
 REFERENCE_PAYLOAD = 16 << 30  # the reference runner is trusted; this only bounds a runaway
 NOT_COMPILED = frozenset({"syntax", "import", "missing_model_new", "triton_compile"})
+
+
+def _open_ipc_refcounters() -> None:
+    """torch keeps a CUDA IPC reference counter per sent tensor in a 0600 shared-memory file of the
+    sender; the candidate runner has its own uid (sandbox) and must open them to map our tensors. They
+    hold only counters: a candidate that rewrites them can make this process free a block early, and
+    the blocks it ever held come from the private pool."""
+    uid = os.geteuid()
+    for path in glob.glob("/dev/shm/torch_*"):
+        try:
+            if os.stat(path).st_uid == uid:
+                os.chmod(path, 0o666)
+        except OSError:
+            pass
 
 
 def fresh_seed() -> int:
@@ -69,14 +85,18 @@ class Channel:
     """One runner as the judge sees it: orders out (pickled: the judge alone writes them), replies in
     (decoded by protocol.recv as hostile input when the runner is the candidate's)."""
 
-    def __init__(self, conn: Any, trusted: bool) -> None:
-        self.conn, self.trusted = conn, trusted
+    def __init__(self, conn: Any, trusted: bool, ipc: bool = False) -> None:
+        self.conn, self.trusted, self.ipc = conn, trusted, ipc
         self.evidence: dict[str, Any] = {}
-        self.last_payload = 0
 
     def order(self, *message: Any) -> None:
+        """Pickled here (the judge alone writes this channel); for the candidate's CUDA runner the IPC
+        reference counters pickling created are opened to its uid before the bytes leave."""
+        data = ForkingPickler.dumps(message)
+        if self.ipc and not self.trusted:
+            _open_ipc_refcounters()
         try:
-            self.conn.send(message)
+            self.conn.send_bytes(data)
         except (OSError, EOFError) as e:
             self._gone(e)
 
@@ -144,7 +164,7 @@ class Judge:
         self.ipc = self.device == "cuda"
         self.pool = torch.cuda.MemPool() if self.ipc else None
         self.ref = Channel(ref_conn, trusted=True)
-        self.cand = Channel(cand_conn, trusted=False)
+        self.cand = Channel(cand_conn, trusted=False, ipc=self.ipc)
         self.v = Verdict(device=self.device)
         self.phase = "start"
         self.correct_seeds: list[int] = []
