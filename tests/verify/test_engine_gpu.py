@@ -85,7 +85,7 @@ def verifier():
 def test_honest_kernel_on_cuda(verifier):
     r = verifier.verify(REFERENCE, HONEST, VerifyOptions(num_perf_trials=20))
     assert r.status == "ok", r.error
-    assert r.correct and r.hack is None and r.timing_source == "cuda_events"
+    assert r.correct and r.hack is None and r.timing_source == "host_roundtrip_cuda"
     assert r.runtime_ms > 0 and r.speedup > 0.5 and r.coverage > 0.9 and r.reward > 1.0
     assert r.details["coverage_source"] == "torch_profiler_cuda"
     print(r.model_dump_json(indent=1, exclude={"details": {"trials"}}))
@@ -98,6 +98,52 @@ def test_reference_against_itself_on_cuda(verifier):
 
 
 def test_side_stream_is_caught_on_cuda(verifier):
-    r = verifier.verify(REFERENCE, SIDE_STREAM, VerifyOptions(num_perf_trials=10))
+    """The gate rejects the computed getattr; without it, the launch hook's stream evidence holds."""
+    r = verifier._verify_ungated(REFERENCE, SIDE_STREAM, VerifyOptions(num_perf_trials=10))
     assert r.status == "ok", r.error
     assert r.hack == "side_stream" and r.reward == 0, (r.error, r.details.get("trials"), r.details.get("traceback"))
+
+HELPER = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_relu_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(a_ptr + offs, mask=mask) + tl.load(b_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+'''
+
+SAME_NAME_ELSEWHERE = KERNEL + f"""
+import os
+import sys
+
+with open(os.path.join(os.getcwd(), "library_kernels.py"), "w") as _f:
+    _f.write({HELPER!r})
+sys.path.insert(0, os.getcwd())
+import library_kernels
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        out = torch.empty_like(a)
+        library_kernels.add_relu_kernel[(triton.cdiv(a.numel(), 4096),)](a, b, out, a.numel(), BLOCK=4096)
+        launch(a[:16], b[:16])
+        return out
+"""
+
+
+def test_same_named_kernel_gets_no_coverage_on_cuda(verifier):
+    """Seen #10: device kernels named like the candidate's but launched from another file's JIT object."""
+    r = verifier._verify_ungated(REFERENCE, SAME_NAME_ELSEWHERE, VerifyOptions(num_perf_trials=10))
+    assert r.status == "ok" and r.correct, r.error
+    assert r.coverage is not None and r.coverage < 0.2, r.coverage
+    assert r.details.get("coverage_name_collisions") == ["add_relu_kernel"], r.details
+
+
+def test_black_box_timing_details_on_cuda(verifier):
+    r = verifier.verify(REFERENCE, HONEST, VerifyOptions(num_perf_trials=10))
+    assert r.details["calls_per_round"] >= 1 and r.details["empty_round_trip_ms"] > 0
+    assert r.details["isolation"]["preloaded"] == "yes"
