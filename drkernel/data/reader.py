@@ -126,7 +126,7 @@ def scan_file(path: Path, keep_table: bool = False, sink: RowSink | None = None)
         try:
             row = parse_row(record, index, name, plain=True)
         except RowError as e:
-            errors.append(e)
+            errors.append(e.with_traceback(None))  # a traceback would keep this frame, and the table, alive
             continue
         valid.append(index)
         uuids.append(row.task_uuid)

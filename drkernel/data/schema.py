@@ -201,4 +201,6 @@ def parse_row(
         first = e.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "<row>"
         more = f" (+{e.error_count() - 1} more)" if e.error_count() > 1 else ""
-        raise RowError(index, field, f"{first['msg']}{more}", file=file, uuid=raw_uuid(raw)) from None
+        error = RowError(index, field, f"{first['msg']}{more}", file=file, uuid=raw_uuid(raw))
+    # Raised outside the handler: no __context__, whose traceback's frames would keep the caller's data alive.
+    raise error

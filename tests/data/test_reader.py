@@ -116,3 +116,13 @@ def test_missing_and_unreadable_files(tmp_path):
         read_rows(tmp_path / "junk.parquet")
     with pytest.raises(ValueError, match="empty"):
         write_rows([], tmp_path / "empty.parquet")
+
+
+def test_reported_bad_rows_do_not_keep_the_file_in_memory(tmp_path):
+    """A RowError's traceback would pin the validation frame and with it the whole Arrow table."""
+    records = make_records(300)
+    records[7]["prompt"] = []
+    pq.write_table(pa.Table.from_pylist(records), tmp_path / "pool.parquet")
+    before = pa.total_allocated_bytes()
+    result = scan(tmp_path / "pool.parquet", skip_invalid=True)
+    assert result.num_invalid == 1 and pa.total_allocated_bytes() == before
