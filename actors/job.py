@@ -65,11 +65,13 @@ def resolve_model_path(cfg: TrainConfig) -> str:
 
 
 def prompt_file(cfg: TrainConfig) -> str:
+    """rl_data.prompt_file, else the task folder's pool in rl_data.prompt_style (the SFT warm start's style)."""
     if cfg.rl_data.prompt_file:
         return cfg.rl_data.prompt_file
-    from drkernel.tasks import library_parquet_path
+    from drkernel.tasks.prompt_pool import build_prompt_pool
 
-    return str(library_parquet_path())
+    out = Path(cfg.trainer.output_dir) / f"prompts-{cfg.rl_data.prompt_style}.parquet"
+    return str(out) if out.is_file() else str(build_prompt_pool(out, cfg.data.tasks_dir, cfg.rl_data.prompt_style))
 
 
 def group_sample(group: FinishedGroup, limit_chars: int = 2000) -> dict[str, Any]:
@@ -185,12 +187,13 @@ class TrainJob:
         setup_logging(cfg.logging.json_logs)
         self.out.mkdir(parents=True, exist_ok=True)
         model_path = resolve_model_path(cfg)
+        self.prompts = prompt_file(cfg)
         checkpoint = latest_checkpoint(self.out / "checkpoints") if self.resume else None
         if self.resume and checkpoint is None:
             raise FileNotFoundError(f"--resume: no checkpoint under {self.out / 'checkpoints'}")
         self._start_ray()
         serve.start(http_options={"host": cfg.policy.http_host, "port": cfg.policy.http_port})
-        log.info("ray %s; model %s; prompts %s", ray.get_runtime_context().gcs_address, model_path, prompt_file(cfg))
+        log.info("ray %s; model %s; prompts %s", ray.get_runtime_context().gcs_address, model_path, self.prompts)
 
         from serve_apps.policy import build_policy_app, policy_handle
         from transformers import AutoTokenizer
@@ -201,7 +204,7 @@ class TrainJob:
         tokenizer = AutoTokenizer.from_pretrained(model_path)
 
         self.ranks = create_trainer_group(cfg, model_path)
-        self.source = PromptSource.remote(prompt_file(cfg), cfg.rl_data.seed, cfg.rl_data.num_epochs)
+        self.source = PromptSource.remote(self.prompts, cfg.rl_data.seed, cfg.rl_data.num_epochs)
         self.queue = TrajectoryQueue.remote(cfg.queue, cfg.trainer.publish_every, self.source)
         self._actors += [self.source, self.queue]
         ray.get([r.attach_policy.remote() for r in self.ranks])

@@ -1,0 +1,28 @@
+"""The RL prompt pool of a task folder in a chosen first-turn style.
+
+The shipped parquet carries the full (one-shot example) prompt; the demo's SFT warm start trains on compact
+prompts, and RL must ask in the style the policy was warm-started on, so the job builds the pool it needs.
+Rows are the same as `drkernel prepare-data --src TASKS --prompt-style STYLE` writes (stable uuids).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from drkernel.data.kernelbench import build_row, discover
+from drkernel.data.reader import write_rows
+from drkernel.tasks.loader import library_path
+
+
+def build_prompt_pool(out: str | Path, tasks_dir: str | Path | None = None, style: str = "compact",
+                      data_source: str = "drkernel_tasks") -> Path:
+    """Write the pool of `tasks_dir` (default: the shipped library) to `out`; a broken task is an error."""
+    refs, errors = discover(tasks_dir or library_path())
+    if errors:
+        raise ValueError(f"task folder {tasks_dir or library_path()}: {errors[0]}")
+    if not refs:
+        raise ValueError(f"task folder {tasks_dir or library_path()} holds no tasks")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_rows([build_row(ref, data_source, style) for ref in refs], out)  # type: ignore[arg-type]
+    return out

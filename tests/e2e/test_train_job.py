@@ -1,0 +1,123 @@
+"""The whole training job on the session's Ray cluster: every actor, real Serve apps, the real verifier.
+
+Marked integration; smallest settings (2 tasks, 2 samples, 2 turns, 2 groups per step, 2 steps).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from drkernel.config.base import load_config
+from drkernel.config.train import TrainConfig
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cfg(overrides: list[str], *extra: str) -> TrainConfig:
+    return load_config(TrainConfig, None, [*overrides, *extra])
+
+
+def _forkservers() -> set[int]:
+    import psutil
+
+    found = set()
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if "multiprocessing.forkserver" in cmd or "PolicyReplica" in cmd:
+            found.add(proc.info["pid"])
+    return found
+
+
+def test_job_runs_every_actor_and_pushes_bit_identical_weights(ray_cluster, tiny_recipe, tmp_path):
+    from ray import serve
+
+    from actors.job import TrainJob
+    from serve_apps.policy import policy_handle
+
+    root, overrides = tiny_recipe
+    cfg = _cfg(overrides, f"trainer.output_dir={tmp_path / 'run'}", "policy.num_replicas=2")
+    before = _forkservers()
+    job = TrainJob(cfg)
+    try:
+        job.setup()
+        job.run()
+        trainer_sum = __import__("ray").get(job.ranks[0].checksum.remote())
+        replica_sums = policy_handle(cfg.policy.app_name).broadcast("state_checksum").results(timeout_s=60)
+        versions = policy_handle(cfg.policy.app_name).broadcast("version").results(timeout_s=60)
+    finally:
+        job.cleanup()
+    summary = job.summary(0.0)
+    assert summary["steps"] == 2 and summary["policy_versions"] == 2
+    assert len(replica_sums) == 2 and set(replica_sums) == {trainer_sum}  # every replica bit-identical
+    assert versions == [2, 2]
+    assert summary["trajectories"] == 2 * 2 * 2  # steps x groups x samples
+    assert summary["verifier_calls"] > 0, "the policy wrote no closed code block in 8 trajectories"
+    assert summary["max_staleness_observed"] <= cfg.queue.max_staleness
+    assert len(summary["trained_group_ids"]) == 4 and len(set(summary["trained_group_ids"])) == 4
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2]
+    for key in ("rollout/reward_mean", "rollout/correct_rate", "rollout/fast1", "rollout/compile_rate",
+                "rollout/format_rate", "rollout/hack_rate", "staleness/max", "queue/ready", "train/grad_norm",
+                "train/clip_fraction", "train/entropy", "weights/push_s", "throughput/tokens_per_s",
+                "rollout/verifier_s_per_call", "rollout/response_length_mean"):
+        assert key in rows[-1], key
+    samples = (tmp_path / "run" / "samples.jsonl").read_text().splitlines()
+    assert samples and all("turns" in json.loads(s) for s in samples)
+    assert (tmp_path / "run" / "checkpoints").is_dir()
+    apps = serve.status().applications
+    assert cfg.policy.app_name not in apps and cfg.verifier.app_name not in apps
+    deadline = time.monotonic() + 30
+    while _forkservers() - before and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not (_forkservers() - before), "fork-servers or engines outlived the job"
+
+
+def test_a_killed_job_resumes_where_an_unbroken_run_ends(ray_cluster, tiny_recipe, tmp_path):
+    """Synchronous mode (max_staleness 0): the trained groups are a function of the prompt order alone, so
+    the killed-and-resumed run must train exactly the unbroken run's groups, reach the same step, version
+    and prompt cursor."""
+    import ray
+
+    from actors.job import TrainJob
+
+    root, overrides = tiny_recipe
+    common = [*overrides, "queue.max_staleness=0", "trainer.total_steps=3", "trainer.checkpoint_every=1"]
+    unbroken = TrainJob(_cfg(common, f"trainer.output_dir={tmp_path / 'a'}")).main()
+
+    killed_dir = tmp_path / "b"
+    address = ray.get_runtime_context().gcs_address
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipelines.train", "--address", address, *common, f"trainer.output_dir={killed_dir}"],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        deadline = time.monotonic() + 600
+        while not (killed_dir / "checkpoints" / "step_00000002").exists():
+            assert proc.poll() is None, f"the run to be killed ended early: {proc.stderr.read()[-3000:]}"
+            assert time.monotonic() < deadline, "no checkpoint of step 2 within 10 minutes"
+            time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    resumed = TrainJob(_cfg(common, f"trainer.output_dir={killed_dir}"), resume=True).main()
+
+    assert resumed["steps"] == unbroken["steps"] == 3
+    assert resumed["policy_versions"] == unbroken["policy_versions"] == 3
+    assert Counter(resumed["trained_group_ids"]) == Counter(unbroken["trained_group_ids"])
+
+    def final_cursor(run: Path) -> dict:
+        meta = json.loads((run / "checkpoints" / "step_00000003" / "extra.json").read_text())
+        return meta["job"]["queue"]["prompt_source"]["stream"]
+
+    assert final_cursor(killed_dir) == final_cursor(tmp_path / "a")
