@@ -64,6 +64,17 @@ class RolloutConfig(StrictModel):
     top_k: int = Field(0, ge=0, description="top-k (0 = off)")
     cpus_per_worker: float = Field(0.25, ge=0, description="Ray CPUs reserved by one rollout worker")
     sample_retries: int = Field(1, ge=0, description="retries of an episode that raised before its group fails")
+    min_generation_tokens: int = Field(32, ge=1, description="an episode ends when less generation room is left")
+    end_on_format_error: bool = Field(False, description="end the episode at a turn without a closed code block")
+    end_on_correct: bool = Field(False, description="end the episode at the first correct, honest kernel")
+    max_abort_resumes: int = Field(4, ge=0, description="re-submits of a response a weight swap aborted")
+    chat_model_type: str = Field("qwen3", min_length=1, description="HF model_type choosing verl's token builder")
+
+    @model_validator(mode="after")
+    def _room(self) -> RolloutConfig:
+        if self.min_generation_tokens > self.max_new_tokens:
+            raise ValueError("rollout.min_generation_tokens must not exceed rollout.max_new_tokens")
+        return self
 
 
 class QueueConfig(StrictModel):

@@ -48,7 +48,7 @@ class Turn:
     index: int  # 0-based turn number within the episode
     start: int  # first position of this turn's generated tokens in Trajectory.response_ids
     end: int  # one past the last generated token (feedback tokens that follow are not part of the turn)
-    policy_version: int  # version of the policy that sampled the turn
+    policy_version: int  # version of the policy that sampled the turn (the oldest one when a swap split it)
     finish_reason: FinishReason
     text: str  # the decoded response (for logs and samples only; training uses the ids)
     code: str | None  # the extracted kernel; None when the response had no closed code block
@@ -56,6 +56,12 @@ class Turn:
     reward: float = 0.0  # the turn's reward; meaningless when `masked`
     masked: bool = False  # True when the verifier gave no verdict (infra_error): never scored, never trained
     feedback: str | None = None  # the feedback message appended after this turn, if any
+    newest_version: int | None = None  # newest version behind its tokens when a weight swap split it; else None
+
+    @property
+    def versions(self) -> tuple[int, int]:
+        """(oldest, newest) policy version that sampled this turn's tokens."""
+        return self.policy_version, self.policy_version if self.newest_version is None else self.newest_version
 
     @property
     def correct(self) -> bool:
@@ -83,7 +89,7 @@ class Trajectory:
 
     @property
     def max_version(self) -> int:
-        return max((t.policy_version for t in self.turns), default=-1)
+        return max((t.versions[1] for t in self.turns), default=-1)
 
     @property
     def num_tokens(self) -> int:
