@@ -3,8 +3,8 @@
 Every actor and deployment speaks these types, so an engine (transformers, vLLM, vllm-ascend), a rollout
 worker and the trainer can be swapped independently. Token-level arrays of a trajectory are kept aligned by
 construction: `response_ids`, `response_mask` and `response_logprobs` always have the same length, and each
-turn records the half-open span [start, end) of its tokens in them (generated tokens and the feedback tokens
-that follow them), so the trainer never re-tokenises sampled text.
+turn records the half-open span [start, end) of its generated tokens in them (the feedback that follows is
+outside every span, with mask 0), so the trainer never re-tokenises sampled text.
 """
 
 from __future__ import annotations

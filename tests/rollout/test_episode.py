@@ -175,6 +175,14 @@ def test_context_full_ends_the_episode_without_truncating(row, tokenizer):
     assert len(traj.prompt_ids) == prompt and traj.num_tokens <= limit
 
 
+def test_exactly_min_generation_tokens_of_room_still_gets_a_turn(row, tokenizer):
+    prompt, reply, feedback, _ = _sizes(row, tokenizer)
+    limit = prompt + reply + feedback + 8
+    engine = ScriptedEngine(tokenizer, [Reply(fenced(CODE_A)), Reply(fenced(CODE_B))])
+    traj = _run(row, engine, ScriptedVerifier([ok(False)]), tokenizer, rollout_cfg(max_context_tokens=limit))
+    assert len(traj.turns) == 2 and engine.calls[1][1].max_new_tokens == 8 and traj.num_tokens == limit
+
+
 def test_the_last_turn_gets_only_the_room_left(row, tokenizer):
     prompt, reply, feedback, second = _sizes(row, tokenizer)
     limit = prompt + reply + feedback + 8 + 3  # room for 11 new tokens, fewer than the second reply needs
