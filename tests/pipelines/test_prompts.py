@@ -87,6 +87,24 @@ def test_resume_mid_epoch_neither_loses_nor_repeats(pool):
         assert drain(running) == after
 
 
+def test_rewind_in_one_process_neither_loses_nor_repeats(pool):
+    """The same stream rewound (a failed step retried) after it moved on, ran out, or was closed, replays
+    exactly what followed the snapshot, every time."""
+    _, state, after = snapshot_run(pool)
+    with PromptStream(pool, batch_size=5, seed=7, num_epochs=2) as stream:
+        stream.next_batch()
+        stream.load_state_dict(state)
+        assert [r.task_uuid for r in stream.next_batch()] == after[:5]  # forward, then back 5 rows
+        stream.load_state_dict(state)
+        assert drain(stream) == after  # across the epoch end to the last epoch
+        assert stream.next_batch() == []
+        stream.load_state_dict(state)
+        assert drain(stream) == after  # after running out
+        stream.close()
+        stream.load_state_dict(state)
+        assert drain(stream) == after  # after closing
+
+
 def test_bad_rows_fail_at_load_naming_file_row_and_uuid(bad_pool):
     """Strict by default: nothing is streamed from a pool with a bad row, and the error says where it is."""
     with pytest.raises(DataFormatError) as info:
