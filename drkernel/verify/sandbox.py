@@ -394,9 +394,16 @@ def isolate(private_dir: str, *, on_accelerator: bool, memory_limit_mb: int | No
     pid_status = "unavailable (not Linux)"
     if linux:
         keep = ("/dev", "/proc", "/sys") if on_accelerator else ()
+        # Measured on the H200 (CUDA 13 driver): cudaGetDeviceCount fails with error 304 inside a new PID
+        # namespace, while the unprivileged uid and the mount/net namespaces work. On accelerators the tree is
+        # therefore contained by its process group, the subreaper and RLIMIT_NPROC instead.
+        use_pid_ns = pid_namespace and not on_accelerator
         try:
             layers["namespaces"], pid_status, layers["exposed_dirs"] = _namespaces(
-                private_dir, keep, pid_namespace, needed or None)
+                private_dir, keep, use_pid_ns, needed or None)
+            if pid_namespace and on_accelerator:
+                pid_status = ("fallback: not used on accelerators (the CUDA driver fails to initialise in a "
+                              "new PID namespace); process group + subreaper + nproc limit contain the tree")
         except OSError as e:
             layers["namespaces"] = f"unavailable ({e})"
         try:
@@ -423,6 +430,12 @@ def isolate(private_dir: str, *, on_accelerator: bool, memory_limit_mb: int | No
     limit = nproc_limit if nproc_limit is not None else 128 + 4 * (os.cpu_count() or 1)
     if not drop_privileges:
         layers["uid"], layers["nproc_limit"] = "not requested", "not set (root is exempt)"
+    elif want_drop and on_accelerator:
+        # Measured on the H200: with judge, reference runner and candidate under different uids the runners die
+        # on the judge's CUDA IPC buffers. Until IPC is replaced (fd passing, or one uid per evaluation with a
+        # non-dumpable judge), accelerator children keep root; mount/net namespaces and rlimits stay active.
+        layers["uid"] = "fallback: kept root on accelerators (CUDA IPC between judge and runners needs one uid)"
+        layers["nproc_limit"] = "not enforced (root is exempt)"
     elif not want_drop:
         layers["uid"] = f"unavailable ({'not Linux' if not linux else f'not root: runs as uid {os.geteuid()}'})"
         layers["nproc_limit"] = "not set (a shared uid's limit would count unrelated processes)"
