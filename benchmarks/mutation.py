@@ -31,9 +31,9 @@ REPO = Path(__file__).resolve().parents[1]
 MODULES: dict[str, list[str]] = {
     "rl/rewards": ["tests/rl/test_rewards.py", "tests/rl/test_reward_pins.py"],
     "rl/prs": ["tests/rl/test_prs.py", "tests/rl/test_reward_pins.py"],
-    "rl/trloo": ["tests/rl/test_trloo.py", "tests/rl/test_unbiased.py"],
-    "rl/mrs": ["tests/rl/test_mrs.py"],
-    "rl/filters": ["tests/rl/test_filters.py"],
+    "rl/trloo": ["tests/rl/test_trloo.py", "tests/rl/test_unbiased.py", "tests/rl/test_rl_edges.py"],
+    "rl/mrs": ["tests/rl/test_mrs.py", "tests/rl/test_rl_edges.py"],
+    "rl/filters": ["tests/rl/test_filters.py", "tests/rl/test_rl_edges.py"],
     "rl/loss": ["tests/rl/test_loss.py"],
     "rl/staleness": ["tests/rl/test_staleness.py"],
     "data/schema": ["tests/data/test_schema.py"],

@@ -1,0 +1,146 @@
+"""Edges of the RL core that the mutation benchmark (benchmarks/mutation.py) found unguarded: boundaries,
+error messages, defaults and the metrics the trainer logs. Each test names the slip it catches."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from drkernel.rl.config import FilterConfig, MRSConfig
+from drkernel.rl.filters import GroupVarianceFilter, last_turn_rewards, meaningful_turn_mask
+from drkernel.rl.mrs import mismatch_metrics, mismatch_rejection, rejection_fractions, rejection_keep_mask
+from drkernel.rl.trloo import rloo_last_turn_advantages, trloo_advantages, turn_advantages
+
+
+# ---- trloo ----------------------------------------------------------------------------------------------------------
+def test_input_errors_say_what_is_wrong():
+    r, m = torch.zeros(2, 3), torch.ones(2, 3, dtype=torch.bool)
+    with pytest.raises(ValueError, match=r"must be \[N, T\], got shape \(6,\)"):
+        trloo_advantages(r.reshape(-1), m.reshape(-1), ["a", "b"])
+    with pytest.raises(ValueError, match="must be a float tensor, got torch.int64"):
+        trloo_advantages(r.long(), m, ["a", "b"])
+    with pytest.raises(ValueError, match="3 group ids for 2 trajectories"):
+        trloo_advantages(r, m, ["a", "b", "c"])
+
+
+def test_outcome_rloo_leaves_one_out_in_a_pair():
+    """Two trajectories: each one's baseline is the other's outcome (last counted turn)."""
+    r = torch.tensor([[0.0, 1.0, 0.0], [3.0, 0.0, 0.0]])
+    m = torch.tensor([[True, True, False], [True, False, False]])
+    adv = rloo_last_turn_advantages(r, m, ["g", "g"])
+    assert adv.tolist() == [[-2.0, -2.0, 0.0], [2.0, 0.0, 0.0]]
+
+
+def test_turn_advantages_dispatches_with_every_argument_and_gamma_1_by_default():
+    r = torch.tensor([[1.0, 2.0], [0.0, 1.0], [5.0, 5.0]])
+    m = torch.tensor([[True, True], [True, True], [True, False]])
+    ids = ["a", "a", "b"]
+    for name, fn in (("trloo", trloo_advantages), ("rloo_last_turn", rloo_last_turn_advantages)):
+        assert torch.equal(turn_advantages(name, r, m, ids), fn(r, m, ids, 1.0))
+        assert torch.equal(turn_advantages(name, r, m, ids, 0.5), fn(r, m, ids, 0.5))
+    assert not torch.equal(turn_advantages("trloo", r, m, ids), trloo_advantages(r, m, ids, 0.5))
+
+
+# ---- mrs ------------------------------------------------------------------------------------------------------------
+def test_rejection_fractions_by_hand():
+    """[2 traj, 2 turns, 2 tokens]: 6 valid tokens, 3 valid turns, 2 trajectories before."""
+    before = torch.tensor([[[1, 1], [1, 0]], [[1, 1], [0, 0]]], dtype=torch.bool)
+    after = torch.tensor([[[1, 0], [0, 0]], [[0, 0], [0, 0]]], dtype=torch.bool)
+    assert rejection_fractions(before, after, "mrs") == {
+        "mrs/token_rejected_fraction": 4 / 5,
+        "mrs/turn_rejected_fraction": 2 / 3,
+        "mrs/trajectory_rejected_fraction": 1 / 2,
+    }
+    nothing = torch.zeros_like(before)
+    assert set(rejection_fractions(nothing, nothing, "x").values()) == {0.0}
+
+
+def test_mismatch_rejection_reports_its_fractions_under_mrs():
+    train = torch.zeros(1, 2, 2)
+    rollout = torch.tensor([[[0.0, 0.0], [-1.0, 0.0]]])  # turn 1 ratio e^1: out of [0.999, 1.001]
+    mask = torch.ones(1, 2, 2, dtype=torch.bool)
+    out = mismatch_rejection(train, rollout, mask, MRSConfig(mode="turn", veto_threshold=None))
+    assert out.response_mask.tolist() == [[[True, True], [False, False]]]
+    assert out.metrics["mrs/turn_rejected_fraction"] == 0.5 and out.metrics["mrs/token_rejected_fraction"] == 0.5
+    with pytest.raises(ValueError, match="must share a shape: \\(1, 2, 2\\), \\(1, 2, 1\\)"):
+        mismatch_rejection(train, rollout[..., :1], mask, MRSConfig())
+    with pytest.raises(ValueError, match="unknown MRS mode 'tokens'; choose from \\["):
+        rejection_keep_mask(train, mask, "tokens", 0.9, 1.1)
+
+
+def test_veto_is_strictly_below_the_threshold_and_counts_over_valid_turns():
+    """exp(delta) exactly at the threshold survives; one valid turn vetoed is a fraction of 1, not 1/2."""
+    cfg = MRSConfig(mode=None, veto_threshold=1e-4)
+    at = torch.tensor([[[math.log(1e-4), 0.0]]], dtype=torch.float64)
+    mask = torch.ones(1, 1, 2, dtype=torch.bool)
+    assert mismatch_rejection(at, torch.zeros_like(at), mask, cfg).response_mask.all()
+    below = at - 1e-6
+    out = mismatch_rejection(below, torch.zeros_like(below), mask, cfg)
+    assert not out.response_mask.any() and out.metrics["mrs/veto_turn_fraction"] == 1.0
+
+
+def test_mismatch_metrics_ignore_empty_turns():
+    """Per-sequence metrics (the max/min log-PPL gap) over valid turns only: an empty turn adds no 0."""
+    train = torch.tensor([[[-1.0, -2.0], [0.0, 0.0]]])
+    rollout = torch.tensor([[[-1.5, -2.0], [0.0, 0.0]]])
+    mask = torch.tensor([[[True, True], [False, False]]])
+    m = mismatch_metrics(train, rollout, mask)
+    assert m["mismatch/log_ppl_diff_max"] == pytest.approx(-0.25)
+    assert m == mismatch_metrics(train[:, :1], rollout[:, :1], mask[:, :1])
+
+
+# ---- filters --------------------------------------------------------------------------------------------------------
+def test_meaningful_turns_and_last_turn_rewards_beyond_two_slots():
+    r = torch.tensor([[1.0, 0.5, 0.0], [0.0, 2.0, 3.0]])
+    m = torch.tensor([[True, True, True], [True, True, False]])
+    # a smaller positive reward after a positive turn still counts; only <= 0 regressions do not
+    assert meaningful_turn_mask(r, m).tolist() == [[True, True, False], [True, True, False]]
+    assert last_turn_rewards(r, m).tolist() == [0.0, 0.0]
+    assert last_turn_rewards(r, torch.ones(2, 3, dtype=torch.bool)).tolist() == [0.0, 3.0]
+    with pytest.raises(ValueError, match=r"must both be \[N, T\]: \(2, 3\)"):
+        meaningful_turn_mask(r, m[:, :2])
+
+
+def test_group_size_rules():
+    GroupVarianceFilter(FilterConfig(), target_groups=1, group_size=1)  # one sample per prompt is legal
+    with pytest.raises(ValueError, match="must be >= 1, got 0, 4"):
+        GroupVarianceFilter(FilterConfig(), target_groups=0, group_size=4)
+    assert GroupVarianceFilter(FilterConfig(min_group_size=3), 1, 8).min_group_size == 3
+    # default n // 2 + 1 as an integer: 2 of 3 samples is enough
+    f = GroupVarianceFilter(FilterConfig(), target_groups=1, group_size=3)
+    step = f.step(["g"], [torch.tensor([0.0, 1.0])])
+    assert step.train == ["g"] and step.skipped is False and step.forced is False
+
+
+def test_variance_is_the_population_std_against_a_strict_bound():
+    """[0, 1]: population std 0.5 (sample std 0.71). A std equal to min_std passes."""
+    for min_std, passes in ((0.5, True), (0.6, False)):
+        f = GroupVarianceFilter(FilterConfig(min_std=min_std, max_skip_steps=9), target_groups=1, group_size=2)
+        assert f.step(["g"], [torch.tensor([0.0, 1.0], dtype=torch.float64)]).train == (["g"] if passes else [])
+
+
+def test_partial_groups_only_fill_what_complete_ones_leave():
+    """Target 2 with one complete and one partial survivor: both, each once, whatever the draw."""
+    for seed in range(6):
+        f = GroupVarianceFilter(FilterConfig(seed=seed), target_groups=2, group_size=4)
+        step = f.step(["full", "part"], [torch.tensor([0.0, 1.0, 0.0, 1.0]), torch.tensor([0.0, 1.0, 1.0])])
+        assert step.train == ["full", "part"]
+
+
+def test_filter_metrics_of_a_skip_and_a_forced_step():
+    f = GroupVarianceFilter(FilterConfig(max_skip_steps=1), target_groups=2, group_size=2)
+    flat = torch.tensor([1.0, 1.0])
+    skip = f.step(["a", "b", "c"], [flat, flat, torch.tensor([0.0, 1.0])])
+    assert skip.skipped is True and skip.forced is False and skip.train == []
+    assert skip.metrics == {
+        "filter/pool_groups": 3.0, "filter/dropped_low_variance": 2.0, "filter/dropped_small": 0.0,
+        "filter/survivors": 1.0, "filter/buffered": 1.0, "filter/evicted": 0.0, "filter/consecutive_skips": 1.0,
+    }
+    forced = f.step(["d"], [flat])
+    assert forced.forced is True and forced.skipped is False and forced.train == ["c"]
+    assert forced.metrics == {
+        "filter/pool_groups": 2.0, "filter/dropped_low_variance": 1.0, "filter/dropped_small": 0.0,
+        "filter/survivors": 1.0, "filter/forced_groups": 1.0,
+    }
