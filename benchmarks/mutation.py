@@ -34,7 +34,7 @@ MODULES: dict[str, list[str]] = {
     "rl/trloo": ["tests/rl/test_trloo.py", "tests/rl/test_unbiased.py", "tests/rl/test_rl_edges.py"],
     "rl/mrs": ["tests/rl/test_mrs.py", "tests/rl/test_rl_edges.py"],
     "rl/filters": ["tests/rl/test_filters.py", "tests/rl/test_rl_edges.py"],
-    "rl/loss": ["tests/rl/test_loss.py"],
+    "rl/loss": ["tests/rl/test_loss.py", "tests/rl/test_rl_edges.py"],
     "rl/staleness": ["tests/rl/test_staleness.py"],
     "data/schema": ["tests/data/test_schema.py"],
     "data/prompts": ["tests/data/test_prompt_templates.py"],

@@ -8,8 +8,9 @@ import math
 import pytest
 import torch
 
-from drkernel.rl.config import FilterConfig, MRSConfig
+from drkernel.rl.config import FilterConfig, LossConfig, MRSConfig
 from drkernel.rl.filters import GroupVarianceFilter, last_turn_rewards, meaningful_turn_mask
+from drkernel.rl.loss import policy_loss
 from drkernel.rl.mrs import mismatch_metrics, mismatch_rejection, rejection_fractions, rejection_keep_mask
 from drkernel.rl.trloo import rloo_last_turn_advantages, trloo_advantages, turn_advantages
 
@@ -144,3 +145,80 @@ def test_filter_metrics_of_a_skip_and_a_forced_step():
         "filter/pool_groups": 2.0, "filter/dropped_low_variance": 1.0, "filter/dropped_small": 0.0,
         "filter/survivors": 1.0, "filter/forced_groups": 1.0,
     }
+
+
+# ---- loss -----------------------------------------------------------------------------------------------------------
+def _batch(rows: int = 4, length: int = 3, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator().manual_seed(seed)
+    logp = -torch.rand(rows, length, generator=g)
+    old = logp + 0.1 * torch.randn(rows, length, generator=g)
+    adv = torch.randn(rows, 1, generator=g).expand(rows, length)
+    return logp, old, adv, torch.ones(rows, length, dtype=torch.bool)
+
+
+def test_loss_errors_name_the_argument():
+    logp, old, adv, mask = _batch()
+    for name, kw in (("old_log_prob", {"old_log_prob": old[:1]}), ("advantages", {"advantages": adv[:1]}),
+                     ("response_mask", {"response_mask": mask[:1]})):
+        args = {"log_prob": logp, "old_log_prob": old, "advantages": adv, "response_mask": mask, **kw}
+        with pytest.raises(ValueError, match=rf"^{name} shape \(1, 3\) != log_prob shape \(4, 3\)$"):
+            policy_loss(cfg=LossConfig(), **args)
+    with pytest.raises(ValueError, match=r"got shape \(12,\)"):
+        policy_loss(logp.reshape(-1), old.reshape(-1), adv.reshape(-1), mask.reshape(-1), LossConfig())
+
+
+def test_loss_metric_names():
+    logp, old, adv, mask = _batch()
+    kept = mask.clone()
+    kept[0] = False
+    _, m = policy_loss(logp, old, adv, kept, LossConfig(kl_coef=0.1), ref_log_prob=old, rollout_log_prob=old,
+                       unrejected_mask=mask)
+    assert {"loss/pg_loss", "loss/clipfrac", "loss/clipfrac_dual", "loss/ppo_kl", "loss/kl_loss",
+            "rejected/token_rejected_fraction", "mismatch/kl"} <= set(m)
+
+
+def test_rows_layout_metrics_equal_the_turn_layout_and_use_the_unrejected_mask():
+    """[rows, L] inputs get the same metrics as [rows, 1, L]; mismatch covers tokens PRS/MRS rejected."""
+    logp, old, adv, mask = _batch()
+    kept = mask.clone()
+    kept[:2] = False
+    rollout = torch.where(kept, old, old - 0.5)  # the engine disagreed only on the rejected rows
+    _, flat = policy_loss(logp, old, adv, kept, LossConfig(), rollout_log_prob=rollout, unrejected_mask=mask)
+    _, turns = policy_loss(*(x[:, None] for x in (logp, old, adv, kept)), LossConfig(),
+                           rollout_log_prob=rollout[:, None], unrejected_mask=mask[:, None])
+    assert flat == turns
+    assert flat["mismatch/kl"] == pytest.approx(-0.25, abs=1e-6)  # mean of (rollout - train) over all 12 tokens
+    assert flat["rejected/turn_rejected_fraction"] == 0.5
+    _, none = policy_loss(logp, old, adv, kept, LossConfig(), rollout_log_prob=rollout)
+    assert none["mismatch/kl"] == pytest.approx(0.0, abs=1e-6)  # no unrejected mask: the loss mask
+
+
+def test_normalisers_with_one_row_or_one_token():
+    """logp == old and A = 1: every token's loss is -1."""
+    logp = torch.zeros(2, 3)
+    adv = torch.ones(2, 3)
+    one_row = torch.tensor([[True, True, False], [False, False, False]])
+    loss, _ = policy_loss(logp, logp, adv, one_row, LossConfig(loss_agg_mode="seq-mean-token-sum"))
+    assert loss.item() == pytest.approx(-2.0)
+    one_token = torch.tensor([[False, True, False], [False, False, False]])
+    loss, _ = policy_loss(logp, logp, adv, one_token, LossConfig(loss_agg_mode="token-mean"))
+    assert loss.item() == pytest.approx(-1.0)
+
+
+@pytest.mark.parametrize("mode", ["seq-mean-token-sum-norm", "token-mean"])
+def test_data_parallel_counts_are_passed_to_verl(mode):
+    """Rank 0 of 2 ranks with the global counts: the same loss as one rank holding half the batch."""
+    logp, old, adv, mask = _batch(seed=3)
+    cfg = LossConfig(loss_agg_mode=mode)
+    alone, _ = policy_loss(logp, old, adv, mask, cfg)
+    ranked, _ = policy_loss(logp, old, adv, mask, cfg, dp_size=2, global_batch_size=8, batch_num_tokens=24)
+    assert ranked.item() == pytest.approx(alone.item(), rel=1e-6)
+
+
+def test_dual_clip_bound_is_the_configured_one():
+    """A = -1, ratio e^2: the dual clip caps the token's loss at c."""
+    logp, old = torch.full((1, 1), 2.0), torch.zeros(1, 1)
+    adv, mask = -torch.ones(1, 1), torch.ones(1, 1, dtype=torch.bool)
+    for c in (2.0, 3.0):
+        loss, _ = policy_loss(logp, old, adv, mask, LossConfig(clip_ratio_c=c, loss_agg_mode="token-mean"))
+        assert loss.item() == pytest.approx(c)
