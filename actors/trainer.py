@@ -191,7 +191,7 @@ class TrainerWorker:
                          "filter": filter_state_to_json(self.group_filter),
                          "prs_rng": generator_state_to_json(self.prs_rng)}
         hf_state = {k.removeprefix(PREFIX): v for k, v in model_state.items()}
-        path = ckpt.save_checkpoint(root, self.step, model=self.model, tokenizer=self.tokenizer,
+        path = ckpt.save_checkpoint(root, self.calls, model=self.model, tokenizer=self.tokenizer,
                                     optimizer_state=optim_state, config=self.cfg.model_dump(mode="json"),
                                     extra={"trainer": trainer_state, "job": extra}, model_state=hf_state)
         return str(path)
