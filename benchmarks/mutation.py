@@ -35,7 +35,7 @@ MODULES: dict[str, list[str]] = {
     "rl/mrs": ["tests/rl/test_mrs.py", "tests/rl/test_rl_edges.py"],
     "rl/filters": ["tests/rl/test_filters.py", "tests/rl/test_rl_edges.py"],
     "rl/loss": ["tests/rl/test_loss.py", "tests/rl/test_rl_edges.py"],
-    "rl/staleness": ["tests/rl/test_staleness.py"],
+    "rl/staleness": ["tests/rl/test_staleness.py", "tests/rl/test_rl_edges.py"],
     "data/schema": ["tests/data/test_schema.py"],
     "data/prompts": ["tests/data/test_prompt_templates.py"],
     "data/stream": ["tests/pipelines/test_prompts.py"],

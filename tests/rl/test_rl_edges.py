@@ -4,6 +4,7 @@ error messages, defaults and the metrics the trainer logs. Each test names the s
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -12,6 +13,7 @@ from drkernel.rl.config import FilterConfig, LossConfig, MRSConfig
 from drkernel.rl.filters import GroupVarianceFilter, last_turn_rewards, meaningful_turn_mask
 from drkernel.rl.loss import policy_loss
 from drkernel.rl.mrs import mismatch_metrics, mismatch_rejection, rejection_fractions, rejection_keep_mask
+from drkernel.rl.staleness import StalenessController
 from drkernel.rl.trloo import rloo_last_turn_advantages, trloo_advantages, turn_advantages
 
 
@@ -222,3 +224,67 @@ def test_dual_clip_bound_is_the_configured_one():
     for c in (2.0, 3.0):
         loss, _ = policy_loss(logp, old, adv, mask, LossConfig(clip_ratio_c=c, loss_agg_mode="token-mean"))
         assert loss.item() == pytest.approx(c)
+
+
+# ---- staleness ------------------------------------------------------------------------------------------------------
+@dataclass
+class Group:
+    group_id: str
+    min_version: int
+
+
+def test_is_stale_against_a_given_version():
+    ctl = StalenessController(groups_per_step=1, max_staleness=1)
+    assert not ctl.is_stale(0) and ctl.is_stale(0, version=2) and not ctl.is_stale(1, version=2)
+
+
+def test_last_batch_by_hand():
+    """steps_per_version 2, eta 1: a version-0 group may be in batches 0..3, version 1 in 0..5."""
+    ctl = StalenessController(groups_per_step=1, max_staleness=1, steps_per_version=2)
+    assert (ctl.last_batch(0), ctl.last_batch(1)) == (3, 5)
+    admitted = [ctl.try_admit("w") for _ in range(2)]
+    for a in admitted:
+        ctl.accept(a.ticket, Group(f"g{a.ticket}", 0))
+        ctl.take_batch(1)
+    ctl.set_version(1)  # two batches trained, one push
+    assert ctl.batches == 2 and (ctl.last_batch(0), ctl.last_batch(1)) == (3, 5)
+
+
+def test_counters_lag_and_state_across_batches():
+    ctl = StalenessController(groups_per_step=2, max_staleness=2)
+    first = [ctl.try_admit("w") for _ in range(4)]
+    ctl.release(first[3].ticket, "failed")
+    ctl.release(first[2].ticket, "duplicate")
+    ctl.accept(first[0].ticket, Group("a", 0))
+    assert ctl.take_batch(1)[0] == [Group("a", 0)]
+    ctl.set_version(2)
+    ctl.accept(first[1].ticket, Group("b", 0))
+    ctl.take_batch(1)
+    stats = ctl.stats()
+    assert (stats["consumed"], stats["batches"], stats["failed"], stats["duplicates"]) == (2, 2, 1, 1)
+    assert stats["max_lag_consumed"] == 2
+    state = ctl.state_dict()
+    assert state["max_lag_consumed"] == 2
+    restored = StalenessController(groups_per_step=2, max_staleness=2)
+    restored.load_state_dict(state, [])
+    assert restored.stats() == stats
+    legacy = {k: v for k, v in state.items() if k not in ("max_lag_consumed", "counters")}
+    restored.load_state_dict(legacy, [])  # a state saved before these fields existed
+    assert restored.max_lag_consumed == 0 and set(restored.counters.values()) == {0}
+
+
+def test_setting_the_same_version_again_is_allowed():
+    ctl = StalenessController(groups_per_step=1, max_staleness=0)
+    ctl.set_version(1)
+    ctl.set_version(1)
+    assert ctl.version == 1
+
+
+def test_wait_serves_when_no_running_group_is_older_than_the_batch():
+    """eta 0, two groups of version 0 running, one finished: serving it now is right (the other is as new)."""
+    ctl = StalenessController(groups_per_step=2, max_staleness=0, on_violation="wait")
+    a, b = ctl.try_admit("w"), ctl.try_admit("w")
+    ctl.accept(b.ticket, Group("b", 0))
+    batch, dropped = ctl.take_batch(1)
+    assert [g.group_id for g in batch] == ["b"] and dropped == []
+    assert [x.ticket for x in ctl.running_admissions()] == [a.ticket]
