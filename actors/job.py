@@ -93,7 +93,7 @@ class _Gauges:
     """The per-step numbers on the Ray dashboard (ray.util.metrics, exported by every node's agent)."""
 
     KEYS = ("rollout/reward_mean", "rollout/correct_rate", "rollout/fast1", "staleness/max", "queue/ready",
-            "throughput/tokens_per_s", "weights/push_s", "trainer/version")
+            "throughput/tokens_per_s", "weight_sync/total_s", "trainer/version")
 
     def __init__(self) -> None:
         from ray.util.metrics import Gauge
