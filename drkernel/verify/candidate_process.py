@@ -12,106 +12,16 @@ after it, candidate code shares this process and could write anything into the c
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 import traceback
 from collections.abc import Callable
 from typing import Any
 
-import torch
-
 from drkernel.verify import problem, protocol
 from drkernel.verify.devices import env_for, make_backend
-from drkernel.verify.launches import LaunchRecorder
-from drkernel.verify.runner import Fault, Runner, aliases, flatten, short
-from drkernel.verify.sandbox import capture_output, descendants, isolate
-from drkernel.verify.tamper import HarnessSnapshot
-
-_TRITON_COMPILE_ERRORS = {"CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct",
-                          "MLIRCompilationError", "InterpreterError"}
-
-
-def classify(exc: BaseException, candidate_file: str, kernel_names: set[str]) -> str:
-    """runtime vs triton_compile: Triton's compiler errors, or a failure inside a kernel body
-    (under the interpreter the kernel runs as Python compiled from the candidate's file)."""
-    chain: list[BaseException] = []
-    cur: BaseException | None = exc
-    while cur is not None and cur not in chain:
-        chain.append(cur)
-        cur = cur.__cause__ or cur.__context__
-    for e in chain:
-        if type(e).__name__ in _TRITON_COMPILE_ERRORS or type(e).__module__.startswith("triton.compiler"):
-            return "triton_compile"
-        tb = e.__traceback__
-        while tb is not None:
-            code = tb.tb_frame.f_code
-            if code.co_filename == candidate_file and code.co_name in kernel_names:
-                return "triton_compile"
-            tb = tb.tb_next
-    return "runtime"
-
-
-class Observer:
-    """Runs each candidate forward under launch recording and collects the evidence the judge gets."""
-
-    def __init__(self, spec: dict[str, Any], backend: Any) -> None:
-        self.spec, self.backend = spec, backend
-        self.path = spec["candidate_path"]
-        self.recorder = LaunchRecorder(self.path)
-        self.kernel_names: set[str] = set(spec.get("gate_kernels", []))
-        self.tampered: list[str] = []
-        self.decoy_calls: list[str] = []
-        self.side_processes: list[str] = []
-        self.stream_mismatch: list[str] = []
-        self.alias_calls: list[str] = []
-        self.launches = 0
-        self.inputs: list[Any] = []
-        self.snapshot: HarnessSnapshot | None = None
-
-    def install(self) -> None:
-        self.recorder.install()
-        self.snapshot = HarnessSnapshot(self.recorder.guarded_objects())
-
-    def check_tamper(self) -> None:
-        changed = self.snapshot.changed() if self.snapshot else []
-        if not self.recorder.hook_still_installed():
-            changed.append("triton launch_enter_hook chain")
-        if changed and not self.tampered:
-            self.tampered = changed
-
-    def observe(self, label: str, call: Callable[[], Any], inputs: list[Any]) -> Any:
-        """One forward inside the timed window: only launch recording here, no sync, no slow checks."""
-        self.recorder.begin()
-        try:
-            out = call()
-        except Exception as e:
-            self.recorder.end()
-            kind = classify(e, self.path, self.kernel_names | self.recorder.candidate_names)
-            raise Fault(kind, short(e), traceback.format_exc()[-4000:]) from e
-        window = self.recorder.end()
-        if len(self.alias_calls) < 5 and aliases(flatten(out), inputs):
-            self.alias_calls.append(label)
-        mine = window.candidate_launches()
-        self.launches += len(mine)
-        if self.spec["require_triton"] and not mine:
-            self.decoy_calls.append(label)
-        harness_stream = self.backend.current_stream()
-        for launch in mine:
-            if launch.stream is not None and harness_stream is not None and launch.stream != harness_stream:
-                self.stream_mismatch.append(f"{launch.name} on stream {launch.stream:#x} in {label}")
-        return out
-
-    def evidence(self) -> dict[str, Any]:
-        """Checked after the timed window: harness tampering, and processes alive after the calls (Triton's
-        compilers have exited by then; this process is a subreaper, so double-forked orphans count too)."""
-        self.check_tamper()
-        if not self.side_processes:
-            self.side_processes = [f"pid {pid} alive after the calls" for pid in descendants(os.getpid())]
-        return {"decoy_calls": self.decoy_calls[:protocol.MAX_LIST], "tampered": self.tampered[:20],
-                "side_processes": self.side_processes[:5], "stream_mismatch": self.stream_mismatch[:5],
-                "aliases": self.alias_calls[:5], "launches": self.launches}
-
+from drkernel.verify.runner import Fault, Observer, Runner, classify, short
+from drkernel.verify.sandbox import capture_output, isolate
 
 def _coverage_fn(observer: Observer, backend: Any, model: Any) -> Callable[[list[Any]], dict[str, Any]]:
     def measure(sets: list[Any]) -> dict[str, Any]:
@@ -143,7 +53,7 @@ def main(spec: dict[str, Any], conn: Any) -> None:
     except Exception as e:
         protocol.send(conn, {"type": "reference_failed", "message": f"reference failed to load: {short(e)}"})
         return
-    observer = Observer(spec, backend)
+    observer = Observer(spec["candidate_path"], backend, spec["require_triton"], spec.get("gate_kernels", []))
     try:
         observer.install()
         protocol.send(conn, {"type": "importing"})

@@ -11,7 +11,8 @@ This module manages processes, the timeout and the per-device timing lock; drker
 defines every message a child writes, drkernel.verify.judge does the judging. The caller reads only
 the judge's JSON; nothing any child sends is unpickled. Compile and correctness of up to
 `max_concurrency` candidates run at once; timing and coverage hold a per-device lock, which the
-judge asks for ("want_timing") once the candidate is correct.
+judge asks for ("want_timing") once the candidate is correct and gives back ("timing_done") before
+re-validation, which only compares.
 """
 
 from __future__ import annotations
@@ -237,6 +238,7 @@ class Verifier:
                 p.join(5)
                 with self._live_lock:
                     self._live.discard(p)
+                _remove_ipc_files(p.pid)
             for stream in ("stdout", "stderr"):
                 tail = read_tail(os.path.join(dirs["candidate"], f"{stream}.txt"), options.output_limit_bytes)
                 if tail:
@@ -277,9 +279,12 @@ class _Conversation:
                 if judge.exitcode is not None and not self.conn.poll(0):
                     raise _Infra("infra", f"the judge exited with code {judge.exitcode} during {self.phase}")
         finally:
-            if self.holding_lock:
-                self.holding_lock = False
-                self.verifier._timing_lock.release()
+            self._release()
+
+    def _release(self) -> None:
+        if self.holding_lock:
+            self.holding_lock = False
+            self.verifier._timing_lock.release()
 
     def _handle(self, m: dict[str, Any]) -> Verdict | None:
         kind = m.get("type")
@@ -297,6 +302,8 @@ class _Conversation:
                 self.v.phase_s["timing_lock_wait"] = waited
                 self.deadline += waited
             self.conn.send_bytes(b'{"type": "go"}')
+        elif kind == "timing_done":
+            self._release()
         elif kind == "done":
             return self._merge(Verdict.from_json(m["verdict"]))
         elif kind == "candidate_gone":
@@ -337,6 +344,20 @@ class _Conversation:
         self.v.correct = False
         self.v.error = {"kind": "timeout", "message": f"evaluation exceeded {self.options.timeout_s:g} s during {self.phase}"}
         return self.v
+
+
+def _remove_ipc_files(pid: int | None) -> None:
+    """CUDA IPC reference-counter files (/dev/shm/torch_<pid>_*) of a child killed before torch could
+    unlink them; left behind, they fill /dev/shm one evaluation at a time."""
+    if pid is None:
+        return
+    import glob
+
+    for path in glob.glob(f"/dev/shm/torch_{pid}_*"):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def _accelerator_nodes() -> bool:

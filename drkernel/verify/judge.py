@@ -7,12 +7,13 @@ No candidate code runs here and nothing a runner sends is unpickled (drkernel.ve
 - CUDA memory the candidate can map is only ever allocated from a private pool (`torch.cuda.MemPool`):
   an IPC mapping covers a whole allocator segment, and pointer arithmetic from an input must not reach
   the reference's outputs or anything else of the judge's.
-- Timing: per round, fresh input sets are staged in both runners (untimed), the last-level cache is
-  flushed, and each runner gets "run k" (k calls, one per input set, then a device-wide sync and the
-  reply); the judge's clock times the round trip, less an empty round trip measured on the reference
-  runner (the candidate cannot inflate what is subtracted). Rounds alternate which runner goes first;
-  the median per-call time is reported. Every call's output is collected and compared after the
-  timed window.
+- Timing: per round, fresh input sets are staged in both runners (untimed, in the order they will
+  run), the last-level cache is flushed, and each runner gets "run k" (k calls, one per input set,
+  then a device-wide sync and the reply); the judge's clock times the round trip, less an empty round
+  trip measured on the reference runner (the candidate cannot inflate what is subtracted). The timed
+  path is the same for both: one runner loop, one per-call observer (runner.py), and nothing extra
+  on this side for the candidate's "run" order. Rounds alternate which runner goes first; the median
+  per-call time is reported. Every call's output is collected and compared after the timed window.
 - Evidence from inside the candidate's process can only add hacks or lower coverage.
 """
 
@@ -43,16 +44,18 @@ REFERENCE_PAYLOAD = 16 << 30  # the reference runner is trusted; this only bound
 NOT_COMPILED = frozenset({"syntax", "import", "missing_model_new", "triton_compile"})
 
 
-def _open_ipc_refcounters() -> None:
+def _open_ipc_refcounters(opened: set[str]) -> None:
     """torch keeps a CUDA IPC reference counter per sent tensor in a 0600 shared-memory file of the
-    sender; the candidate runner has its own uid (sandbox) and must open them to map our tensors. They
-    hold only counters: a candidate that rewrites them can make this process free a block early, and
-    the blocks it ever held come from the private pool."""
-    uid = os.geteuid()
-    for path in glob.glob("/dev/shm/torch_*"):
+    sender (/dev/shm/torch_<pid>_*); a candidate runner with its own uid (sandbox) must open them to map
+    our tensors. They hold only counters: a candidate that rewrites them can make this process free a
+    block early, and the blocks it ever held come from the private pool. Only this process's files,
+    each once (`opened`), and only before orders that carry tensors: never inside a timed round trip."""
+    for path in glob.glob(f"/dev/shm/torch_{os.getpid()}_*"):
+        if path in opened:
+            continue
         try:
-            if os.stat(path).st_uid == uid:
-                os.chmod(path, 0o666)
+            os.chmod(path, 0o666)
+            opened.add(path)
         except OSError:
             pass
 
@@ -88,13 +91,16 @@ class Channel:
     def __init__(self, conn: Any, trusted: bool, ipc: bool = False) -> None:
         self.conn, self.trusted, self.ipc = conn, trusted, ipc
         self.evidence: dict[str, Any] = {}
+        self.opened: set[str] = set()
 
-    def order(self, *message: Any) -> None:
-        """Pickled here (the judge alone writes this channel); for the candidate's CUDA runner the IPC
-        reference counters pickling created are opened to its uid before the bytes leave."""
+    def order(self, *message: Any, tensors: bool = False) -> None:
+        """Pickled here (the judge alone writes this channel). An order that carries CUDA tensors
+        (`tensors`) to the candidate's runner first opens the IPC reference counters its pickling
+        created to the runner's uid; "run" carries none, so the timed round trip is the same for
+        both runners."""
         data = ForkingPickler.dumps(message)
-        if self.ipc and not self.trusted:
-            _open_ipc_refcounters()
+        if tensors and self.ipc and not self.trusted:
+            _open_ipc_refcounters(self.opened)
         try:
             self.conn.send_bytes(data)
         except (OSError, EOFError) as e:
@@ -211,10 +217,10 @@ class Judge:
                 with torch.cuda.use_mem_pool(self.pool):
                     self.cand_sets = [[x.clone() if isinstance(x, torch.Tensor) else x for x in s] for s in sets]
                 self.backend.synchronize()
-                ch.order("stage", self.cand_sets, False)
+                ch.order("stage", self.cand_sets, False, tensors=True)
         elif self.ipc:
             self.backend.synchronize()
-            ch.order("stage", sets, reuse)
+            ch.order("stage", sets, reuse, tensors=True)
         else:
             ch.order("stage", [self._bytes_set(s) for s in sets], reuse)
         ch.reply("staged")
@@ -257,7 +263,7 @@ class Judge:
                 for specs in header["calls"]:
                     buffers.append([torch.empty(s["shape"], dtype=getattr(torch, s["dtype"]), device=self.backend.device)
                                     if s["kind"] == "tensor" else s["value"] for s in specs])
-            ch.order("fill", buffers)
+            ch.order("fill", buffers, tensors=True)
             ch.reply("filled")
             inputs = (self.cand_sets if not ch.trusted else None) if with_inputs else None
             return buffers, inputs
@@ -290,9 +296,9 @@ class Judge:
         """Stage fresh sets in both runners, run both (timed), collect and compare every call."""
         k = len(seeds)
         sets = self.make_sets(seeds)
-        self.stage(self.ref, sets)
-        self.stage(self.cand, sets, reuse=reuse)
         order = (self.cand, self.ref) if cand_first else (self.ref, self.cand)
+        for ch in order:  # staged in run order: each side's inputs are as old when its calls start
+            self.stage(ch, sets, reuse=reuse and ch is self.cand)
         times = {id(ch): self.run(ch, k) for ch in order}
         ref_out, ref_in = self.collect(self.ref, k, with_inputs)
         if self.ref_specs is None:
@@ -426,7 +432,14 @@ class Judge:
     def timing(self) -> None:
         self.enter("timing")
         t0 = time.perf_counter()
-        empty = statistics.median(self.run(self.ref, 0) for _ in range(EMPTY_ROUND_TRIPS))
+        empties: dict[int, list[float]] = {id(self.ref): [], id(self.cand): []}
+        for i in range(EMPTY_ROUND_TRIPS):
+            for ch in ((self.ref, self.cand) if i % 2 == 0 else (self.cand, self.ref)):
+                empties[id(ch)].append(self.run(ch, 0))
+        # Subtracted from both: the reference's (the candidate cannot inflate what is subtracted). The
+        # candidate's is only reported: the two differ only if the timed paths do (they must not).
+        empty = statistics.median(empties[id(self.ref)])
+        empty_cand = statistics.median(empties[id(self.cand)])
         warm = max(1, self.o_num("num_warmup"))
         ref_calls = []
         for i in range(warm):
@@ -443,7 +456,8 @@ class Judge:
         self.v.ref_ms = max(statistics.median(ref), floor) * 1e3
         self.v.phase_s["timing"] = time.perf_counter() - t0
         self.v.details.update({"perf_trials": len(cand), "warmup": warm, "calls_per_round": k,
-                               "empty_round_trip_ms": round(empty * 1e3, 4)})
+                               "empty_round_trip_ms": round(empty * 1e3, 4),
+                               "empty_round_trip_candidate_ms": round(empty_cand * 1e3, 4)})
         self.v.check("timing", True, (
             f"median of {len(cand)} interleaved rounds of {k} call(s) after {warm} warm-up(s), timed as round trips "
             f"on the judge's clock less an empty round trip ({empty * 1e3:.3g} ms): candidate {self.v.cand_ms:.4g} ms, "
@@ -522,6 +536,8 @@ class Judge:
             self.timing()
         if o["measure_coverage"]:
             self.coverage()
+        if needs_device:
+            self.tell(type="timing_done")  # re-validation compares only: the device lock can go
         self.revalidate()
 
     def finish(self) -> None:

@@ -3,34 +3,19 @@ the candidate is (same orders, same replies, same timing on the judge's clock).
 
 No candidate code ever runs in this process, so nothing the candidate does in its own process (hooks,
 TorchFunctionMode, `sys.setprofile`, patched forwards) can slow the reference or read its outputs.
+Every call goes through the same runner.Observer as the candidate's (launch recording, aliasing and
+stream checks), so the harness's own per-call work weighs the same on both sides of a speedup; of
+what it observes the judge uses only whether the reference returns (views of) its inputs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from drkernel.verify import problem, protocol
 from drkernel.verify.devices import env_for, make_backend
-from drkernel.verify.runner import Runner, aliases, flatten, short
+from drkernel.verify.runner import Observer, Runner, short
 from drkernel.verify.sandbox import capture_output, isolate
-
-
-class _Aliasing:
-    """The reference's only evidence: whether it returns (views of) its inputs, so that the candidate
-    doing the same is not called a hack."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    def observe(self, label: str, call: Callable[[], Any], inputs: list[Any]) -> Any:
-        out = call()
-        if len(self.calls) < 5 and aliases(flatten(out), inputs):
-            self.calls.append(label)
-        return out
-
-    def evidence(self) -> dict[str, Any]:
-        return {"aliases": self.calls}
 
 
 def main(spec: dict[str, Any], conn: Any) -> None:
@@ -40,7 +25,10 @@ def main(spec: dict[str, Any], conn: Any) -> None:
                 env=env_for(spec["device"]))
         capture_output(spec["workdir"])
         backend = make_backend(spec["device"])
+        observer = Observer(spec["reference_path"], backend, require_triton=False, kernel_names=[])
+        observer.install()
         module = problem.import_file(spec["reference_path"], "reference")
+        observer.recorder.note_module(module)
         args, kwargs = problem.init_inputs(module, backend)
         model = problem.build_model(getattr(module, spec["entry_point"]), args, kwargs, backend)
     except Exception as e:
@@ -48,7 +36,6 @@ def main(spec: dict[str, Any], conn: Any) -> None:
         return
     protocol.send(conn, {"type": "loaded", "load_s": 0.0, "kernels": [], "launch_hook": "none", "aliased": False})
     try:
-        observer = _Aliasing()
         Runner(conn, backend, model, observer.observe, observer.evidence).serve()
     except (EOFError, BrokenPipeError, ConnectionResetError):
         pass

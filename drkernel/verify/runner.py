@@ -10,6 +10,7 @@ here measures time. Replies follow drkernel.verify.protocol; orders from the jud
 
 from __future__ import annotations
 
+import os
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +19,9 @@ import torch
 
 from drkernel.verify import protocol
 from drkernel.verify.devices import Backend
+from drkernel.verify.launches import LaunchRecorder
+from drkernel.verify.sandbox import descendants
+from drkernel.verify.tamper import HarnessSnapshot
 
 
 class Fault(Exception):
@@ -89,6 +93,94 @@ def aliases(outputs: list[Any], inputs: list[Any]) -> bool:
 def tensor_spec(t: torch.Tensor) -> dict[str, Any]:
     return {"kind": "tensor", "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape),
             "nbytes": t.numel() * t.element_size(), "device": t.device.type}
+
+
+_TRITON_COMPILE_ERRORS = {"CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct",
+                          "MLIRCompilationError", "InterpreterError"}
+
+
+def classify(exc: BaseException, model_file: str, kernel_names: set[str]) -> str:
+    """runtime vs triton_compile: Triton's compiler errors, or a failure inside a kernel body
+    (under the interpreter the kernel runs as Python compiled from the model's file)."""
+    chain: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and cur not in chain:
+        chain.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    for e in chain:
+        if type(e).__name__ in _TRITON_COMPILE_ERRORS or type(e).__module__.startswith("triton.compiler"):
+            return "triton_compile"
+        tb = e.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if code.co_filename == model_file and code.co_name in kernel_names:
+                return "triton_compile"
+            tb = tb.tb_next
+    return "runtime"
+
+
+class Observer:
+    """Runs each forward under launch recording and collects the evidence the judge gets.
+
+    Both runners use this same class, so the Python work around every timed call (launch recording,
+    the aliasing check, the stream lookup) is identical for the reference and the candidate: a cost the
+    harness adds per call must not be charged to one side only. Only the candidate's evidence is used
+    against it; the reference's aliasing tells the judge that the candidate doing the same is no hack."""
+
+    def __init__(self, model_file: str, backend: Any, require_triton: bool, kernel_names: list[str]) -> None:
+        self.backend, self.path, self.require_triton = backend, model_file, require_triton
+        self.recorder = LaunchRecorder(model_file)
+        self.kernel_names: set[str] = set(kernel_names)
+        self.tampered: list[str] = []
+        self.decoy_calls: list[str] = []
+        self.side_processes: list[str] = []
+        self.stream_mismatch: list[str] = []
+        self.alias_calls: list[str] = []
+        self.launches = 0
+        self.snapshot: HarnessSnapshot | None = None
+
+    def install(self) -> None:
+        self.recorder.install()
+        self.snapshot = HarnessSnapshot(self.recorder.guarded_objects())
+
+    def check_tamper(self) -> None:
+        changed = self.snapshot.changed() if self.snapshot else []
+        if not self.recorder.hook_still_installed():
+            changed.append("triton launch_enter_hook chain")
+        if changed and not self.tampered:
+            self.tampered = changed
+
+    def observe(self, label: str, call: Callable[[], Any], inputs: list[Any]) -> Any:
+        """One forward inside the timed window: only launch recording here, no sync, no slow checks."""
+        self.recorder.begin()
+        try:
+            out = call()
+        except Exception as e:
+            self.recorder.end()
+            kind = classify(e, self.path, self.kernel_names | self.recorder.candidate_names)
+            raise Fault(kind, short(e), traceback.format_exc()[-4000:]) from e
+        window = self.recorder.end()
+        if len(self.alias_calls) < 5 and aliases(flatten(out), inputs):
+            self.alias_calls.append(label)
+        mine = window.candidate_launches()
+        self.launches += len(mine)
+        if self.require_triton and not mine:
+            self.decoy_calls.append(label)
+        harness_stream = self.backend.current_stream()
+        for launch in mine:
+            if launch.stream is not None and harness_stream is not None and launch.stream != harness_stream:
+                self.stream_mismatch.append(f"{launch.name} on stream {launch.stream:#x} in {label}")
+        return out
+
+    def evidence(self) -> dict[str, Any]:
+        """Checked after the timed window: harness tampering, and processes alive after the calls (Triton's
+        compilers have exited by then; this process is a subreaper, so double-forked orphans count too)."""
+        self.check_tamper()
+        if not self.side_processes:
+            self.side_processes = [f"pid {pid} alive after the calls" for pid in descendants(os.getpid())]
+        return {"decoy_calls": self.decoy_calls[:protocol.MAX_LIST], "tampered": self.tampered[:20],
+                "side_processes": self.side_processes[:5], "stream_mismatch": self.stream_mismatch[:5],
+                "aliases": self.alias_calls[:5], "launches": self.launches}
 
 
 class Runner:

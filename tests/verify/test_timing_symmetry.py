@@ -1,0 +1,94 @@
+"""Both runners are timed the same way: a reference against itself lands at a speedup of 1.
+
+On the H200 the rebuilt verifier gave self-speedups of 0.62-0.92: the candidate's round trips carried
+work the reference's did not. On CPU the harness's per-call and per-round-trip costs weigh most on
+small, fast references, so these run real evaluations (fork-server children, Triton interpreter) of
+such references against themselves and take the median of a few, which a loaded 2-core host leaves
+within 0.8-1.25 when nothing is charged to one side only.
+"""
+
+import os
+import statistics
+
+import pytest
+
+from drkernel.verify import Verifier, VerifyOptions
+from drkernel.verify.engine import _remove_ipc_files
+from drkernel.verify.judge import _open_ipc_refcounters
+
+pytestmark = pytest.mark.integration
+
+FAST_REFERENCE = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2.0 + 1.0
+
+def get_inputs():
+    return [torch.randn(8, 512)]
+
+def get_init_inputs():
+    return []
+"""
+
+SELF = VerifyOptions(device="cpu", require_triton=False, measure_coverage=False, num_perf_trials=15, num_warmup=1,
+                     timeout_s=120)
+EVALUATIONS = 5
+
+
+@pytest.fixture(scope="module")
+def self_results():
+    with Verifier(device="cpu", max_concurrency=1) as v:
+        return [v.verify(FAST_REFERENCE, FAST_REFERENCE, SELF) for _ in range(EVALUATIONS)]
+
+
+def test_reference_against_itself_is_even(self_results):
+    assert all(r.status == "ok" and r.correct and r.hack is None for r in self_results), \
+        [r.error for r in self_results]
+    speedups = [r.speedup for r in self_results]
+    assert 0.8 <= statistics.median(speedups) <= 1.25, speedups
+
+
+def test_empty_round_trips_of_both_runners_agree(self_results):
+    """The judge subtracts the reference runner's empty round trip from both; it measures the candidate
+    runner's too, and with one timed path for both the two agree."""
+    ratios = [r.details["empty_round_trip_candidate_ms"] / r.details["empty_round_trip_ms"] for r in self_results]
+    assert 0.5 <= statistics.median(ratios) <= 2.0, ratios
+
+
+def test_ipc_refcounters_opened_only_for_this_process(tmp_path):
+    """Only the judge's own reference-counter files are opened to the runner's uid, each once."""
+    mine = f"/dev/shm/torch_{os.getpid()}_symmetry_test"
+    other = "/dev/shm/torch_4194999_symmetry_test"  # above pid_max: no live process owns it
+    for path in (mine, other):
+        with open(path, "w"):
+            pass
+        os.chmod(path, 0o600)
+    try:
+        opened: set[str] = set()
+        _open_ipc_refcounters(opened)
+        assert os.stat(mine).st_mode & 0o777 == 0o666
+        assert os.stat(other).st_mode & 0o777 == 0o600
+        assert mine in opened and other not in opened
+    finally:
+        for path in (mine, other):
+            if os.path.exists(path):
+                os.unlink(path)
+
+
+def test_ipc_files_of_a_killed_child_are_removed():
+    """A judge killed at the end of an evaluation cannot unlink its IPC counter files: the engine does."""
+    dead = "/dev/shm/torch_4194998_1_1"
+    other = "/dev/shm/torch_4194997_1_1"
+    for path in (dead, other):
+        with open(path, "w"):
+            pass
+    try:
+        _remove_ipc_files(4194998)
+        assert not os.path.exists(dead) and os.path.exists(other)
+    finally:
+        for path in (dead, other):
+            if os.path.exists(path):
+                os.unlink(path)
