@@ -32,6 +32,16 @@ class ProtocolError(ValueError):
     """A frame that breaks the schema: the sender is not the harness we wrote, or was tampered with."""
 
 
+def _show(v: Any, limit: int = 120) -> str:
+    """A bounded description of a hostile value for an error message; never raises (repr of a huge int
+    raises ValueError, of a deep structure RecursionError)."""
+    try:
+        text = repr(v)
+    except Exception:  # noqa: BLE001 - any failure to describe the value still yields a ProtocolError
+        return f"<{type(v).__name__}>"
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
 # -- field validators: each returns the cleaned value or raises ProtocolError ---------------------------
 def _text(limit: int = MAX_TEXT) -> Callable[[Any], str]:
     def check(v: Any) -> str:
@@ -43,8 +53,9 @@ def _text(limit: int = MAX_TEXT) -> Callable[[Any], str]:
 
 def _number(lo: float = 0.0, hi: float = 1e12) -> Callable[[Any], float]:
     def check(v: Any) -> float:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
-            raise ProtocolError(f"expected a finite number in [{lo}, {hi}], got {v!r}"[:200])
+        # Range first: math.isfinite overflows on an int beyond float range; the bounds are finite floats.
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi or not math.isfinite(v):
+            raise ProtocolError(f"expected a finite number in [{lo}, {hi}], got {_show(v)}")
         return float(v)
     return check
 
@@ -62,7 +73,7 @@ def _flag(v: Any) -> bool:
 def _int(lo: int = 0, hi: int = MAX_INT) -> Callable[[Any], int]:
     def check(v: Any) -> int:
         if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            raise ProtocolError(f"expected an integer in [{lo}, {hi}], got {v!r}"[:200])
+            raise ProtocolError(f"expected an integer in [{lo}, {hi}], got {_show(v)}")
         return v
     return check
 
@@ -116,7 +127,7 @@ def _value_spec(v: Any) -> dict[str, Any]:
             try:
                 value: Any = float(_text(40)(raw))
             except ValueError as e:
-                raise ProtocolError(f"bad float literal {raw!r}"[:200]) from e
+                raise ProtocolError(f"bad float literal {_show(raw)}") from e
         elif typ == "int":
             value = _int(-MAX_INT, MAX_INT)(raw)
         elif typ == "bool":
@@ -128,9 +139,9 @@ def _value_spec(v: Any) -> dict[str, Any]:
         elif typ == "str":
             value = _text(1000)(raw)
         else:
-            raise ProtocolError(f"unknown scalar type {typ!r}"[:200])
+            raise ProtocolError(f"unknown scalar type {_show(typ)}")
         return {"kind": "scalar", "type": typ, "value": value}
-    raise ProtocolError(f"unknown value kind {kind!r}"[:200])
+    raise ProtocolError(f"unknown value kind {_show(kind)}")
 
 
 def _value_specs(v: Any) -> list[dict[str, Any]]:
@@ -156,10 +167,12 @@ def _evidence(v: Any) -> dict[str, Any]:
             "launches": _int(0, 1 << 40)(v.get("launches", 0))}
 
 
-def _keys(obj: dict[str, Any], allowed: set[str]) -> None:
-    extra = set(obj) - allowed
+def _keys(obj: dict[Any, Any], allowed: set[str]) -> None:
+    """Only the schema's keys; keys are compared as strings (a Python caller may pass non-str keys, which
+    neither hash-compare with nor sort against str ones)."""
+    extra = [k for k in obj if not (isinstance(k, str) and k in allowed)]
     if extra:
-        raise ProtocolError(f"unexpected fields {sorted(extra)[:5]}"[:300])
+        raise ProtocolError(f"unexpected fields {sorted(_show(k, 40) for k in extra)[:5]}"[:300])
 
 
 CANDIDATE_FAULTS = frozenset({"syntax", "import", "missing_model_new", "init", "triton_compile", "runtime",
@@ -167,9 +180,9 @@ CANDIDATE_FAULTS = frozenset({"syntax", "import", "missing_model_new", "init", "
 
 
 def _fault_kind(v: Any) -> str:
-    if v not in CANDIDATE_FAULTS:
-        raise ProtocolError(f"unknown fault kind {v!r}"[:200])
-    return str(v)
+    if not isinstance(v, str) or v not in CANDIDATE_FAULTS:  # type first: `[] in frozenset` is a TypeError
+        raise ProtocolError(f"unknown fault kind {_show(v)}")
+    return v
 
 
 # type -> {field: validator}; every field is required unless its validator accepts the absent value (None).
@@ -189,12 +202,26 @@ SCHEMAS: dict[str, dict[str, Callable[[Any], Any]]] = {
 
 
 def validate(header: Any) -> dict[str, Any]:
-    """Check a decoded header against its schema; return a clean copy."""
+    """Check a decoded header against its schema; return a clean copy.
+
+    Every malformed header raises ProtocolError and nothing else: the judge turns exactly that into a
+    verdict on the candidate (reward 0), while any other exception reads as a judge failure, which would
+    mask a wrong candidate as infra_error. The validators check types before hashing, comparing or
+    converting; the last clause only keeps an overlooked case from becoming that mask."""
+    try:
+        return _validate(header)
+    except ProtocolError:
+        raise
+    except Exception as e:  # noqa: BLE001 - hostile input must not pick the judge's failure mode
+        raise ProtocolError(f"malformed header ({type(e).__name__})") from e
+
+
+def _validate(header: Any) -> dict[str, Any]:
     if not isinstance(header, dict):
         raise ProtocolError("a header is a JSON object")
     kind = header.get("type")
-    if kind not in SCHEMAS:
-        raise ProtocolError(f"unknown message type {kind!r}"[:200])
+    if not isinstance(kind, str) or kind not in SCHEMAS:  # type first: `[] in dict` is a TypeError
+        raise ProtocolError(f"unknown message type {_show(kind)}")
     schema = SCHEMAS[kind]
     _keys(header, set(schema) | {"type", "payload"})
     clean: dict[str, Any] = {"type": kind, "payload": _int(0, MAX_INT)(header.get("payload", 0))}
@@ -228,7 +255,7 @@ def recv(conn: Any, max_payload: int = 0,
         raise ProtocolError(f"header frame rejected: {e}") from e
     try:
         header = json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, bad UTF-8, an int past the digit limit
         raise ProtocolError(f"header is not JSON: {type(e).__name__}") from e
     clean = validate(header)
     if precheck is not None:
