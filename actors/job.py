@@ -49,6 +49,12 @@ def _raise_stopped(signum: int, _frame: Any) -> None:
     raise JobStopped(f"signal {signal.Signals(signum).name}")
 
 
+def _worker_pythonpath() -> str:
+    """The checkout first, then whatever the driver was started with (a carried site with Ray, say): replacing
+    the driver's PYTHONPATH would leave workers unable to import Ray itself."""
+    return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+
+
 def resolve_model_path(cfg: TrainConfig) -> str:
     """policy.model_path, else the SFT checkpoint of this config (trained first when it does not exist)."""
     if cfg.policy.model_path:
@@ -145,7 +151,7 @@ class TrainJob:
             ray.init(address=self.address, log_to_driver=True)
         else:  # a private cluster: never attach to a stranger's ("auto" would)
             ray.init(address="local", num_cpus=max(os.cpu_count() or 1, math.ceil(self.reserved_cpus())),
-                     runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}}, log_to_driver=True)
+                     runtime_env={"env_vars": {"PYTHONPATH": _worker_pythonpath()}}, log_to_driver=True)
             self._started_ray = True
         ray.data.DataContext.get_current().enable_progress_bars = False
 
@@ -175,8 +181,13 @@ class TrainJob:
             "autoscaling": {"min_replicas": vc.num_replicas, "max_replicas": vc.num_replicas},
             "max_ongoing_requests": max(8, 4 * vc.max_concurrency),
         })
+        resources = serve_cfg.replica_actor_options()
+        if "num_gpus" in resources:
+            resources["num_gpus"] = vc.accelerators_per_replica
+        elif "resources" in resources:
+            resources["resources"] = {"NPU": vc.accelerators_per_replica}
         app = VerifierReplica.options(
-            num_replicas=vc.num_replicas, ray_actor_options=serve_cfg.replica_actor_options(),
+            num_replicas=vc.num_replicas, ray_actor_options=resources,
             max_ongoing_requests=serve_cfg.max_ongoing_requests, max_queued_requests=-1,
         ).bind(serve_cfg.model_dump())
         self._deploy(vc.app_name, app, None)  # no HTTP route: HTTP users can never stall training

@@ -240,7 +240,7 @@ def create_trainer_group(config: TrainConfig, model_path: str) -> list[Any]:
     """Start `trainer.num_workers` ranks with their resources and set them up together; returns the handles."""
     tc = config.trainer
     backend = choose_backend(tc.device, tc.num_workers, probe_availability())
-    options = rank_resources(backend, tc.cpus_per_worker)
+    options = rank_resources(backend, tc.cpus_per_worker, tc.accelerators_per_worker)
     data = config.model_dump(mode="json")
     ranks = [TrainerActor.options(**options).remote(data, model_path, r, tc.num_workers)
              for r in range(tc.num_workers)]

@@ -113,9 +113,9 @@ def replica_actor_options(cfg: PolicyConfig) -> dict[str, Any]:
     options: dict[str, Any] = {"num_cpus": cfg.cpus_per_replica}
     kind = cfg.device if cfg.device != "auto" else resolve_device("auto", probe_availability())
     if kind == "cuda":
-        options["num_gpus"] = 1
+        options["num_gpus"] = cfg.accelerators_per_replica
     elif kind == "npu":
-        options["resources"] = {"NPU": 1}
+        options["resources"] = {"NPU": cfg.accelerators_per_replica}
     return options
 
 

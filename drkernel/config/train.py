@@ -38,6 +38,7 @@ class PolicyConfig(StrictModel):
     max_batch_size: int = Field(16, ge=1, description="requests one replica batches into a generate call")
     batch_wait_timeout_s: float = Field(0.05, ge=0, description="how long a replica waits to fill a batch")
     cpus_per_replica: float = Field(1.0, ge=0, description="Ray CPUs reserved by one policy replica")
+    accelerators_per_replica: float = Field(1.0, gt=0, le=1, description="GPU/NPU share of one replica (<1: shared)")
     num_threads: int | None = Field(1, ge=1, description="torch CPU threads per replica; null = torch default")
     app_name: str = Field("drkernel-train-policy", min_length=1, description="Serve app name owned by this job")
     route_prefix: str = Field("/drkernel-train-policy", description="HTTP prefix of the OpenAI-compatible route")
@@ -103,6 +104,7 @@ class TrainerConfig(StrictModel):
     checkpoint_every: int = Field(10, ge=1, description="m: checkpoint every m steps (and at the end)")
     output_dir: str = Field("runs/train", description="checkpoints, metrics and samples land here")
     cpus_per_worker: float = Field(1.0, ge=0, description="Ray CPUs reserved by one trainer rank")
+    accelerators_per_worker: float = Field(1.0, gt=0, le=1, description="GPU/NPU share of one rank (<1: shared)")
     num_threads: int | None = Field(1, ge=1, description="torch CPU threads of a trainer rank")
     seed: int = Field(0, description="seed of the trainer (PRS draws, dropout)")
 
@@ -115,6 +117,7 @@ class TrainVerifierConfig(StrictModel):
     num_replicas: int = Field(1, ge=1, description="verifier replicas (one device each on accelerators)")
     max_concurrency: int = Field(2, ge=1, description="evaluations compiling/checking at once per replica")
     cpus_per_replica: float = Field(1.0, ge=0, description="Ray CPUs reserved by one verifier replica")
+    accelerators_per_replica: float = Field(1.0, gt=0, le=1, description="GPU/NPU share of one replica (<1: shared)")
     options: VerifyOptions = Field(default_factory=VerifyOptions, description="options of every evaluation")
     injected_latency_s: float = Field(0.0, ge=0, description="benchmarks only: sleep this long before each verdict")
 

@@ -40,11 +40,12 @@ def choose_backend(requested: str, world_size: int, available: Mapping[str, bool
     return TrainBackend(device, DIST_BACKEND[device], True, world_size)
 
 
-def rank_resources(backend: TrainBackend, cpus_per_worker: float) -> dict[str, Any]:
-    """Ray actor options of one rank: its CPUs plus one accelerator on cuda/npu."""
+def rank_resources(backend: TrainBackend, cpus_per_worker: float, accelerators: float = 1.0) -> dict[str, Any]:
+    """Ray actor options of one rank: its CPUs plus its share of an accelerator on cuda/npu (1 = a whole one;
+    a fraction lets trainer, policy and verifier share one device on a single-GPU machine)."""
     options: dict[str, Any] = {"num_cpus": cpus_per_worker}
     if backend.device == "cuda":
-        options["num_gpus"] = 1
+        options["num_gpus"] = accelerators
     elif backend.device == "npu":
-        options["resources"] = {"NPU": 1}
+        options["resources"] = {"NPU": accelerators}
     return options
