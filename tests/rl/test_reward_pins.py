@@ -109,3 +109,24 @@ def test_step_batch_refuses_a_nan_reward_and_zeroes_nan_measurements():
         make_trajectory("g", 2, [TurnSpec()]),
     ]
     assert _build(trajs).prs_keep[:, 0].tolist() == [False, True, True]
+
+
+def test_tiered_reward_reads_compiled_from_the_verdict():
+    """A kernel that did not compile is -0.5 under the ladder, not -0.3; a direct call defaults to compiled."""
+    tiered = RewardConfig(kind="tiered")
+    assert score(VerifyResult(compiled=False, correct=False), tiered).reward == -0.5
+    assert score(VerifyResult(compiled=True, correct=False), tiered).reward == -0.3
+    assert kernel_reward(True, None, 2.0, 0.5, tiered) == pytest.approx(0.8)
+
+
+def test_a_cap_below_one_is_a_valid_setting():
+    cfg = RewardConfig(speedup_cap=0.5)
+    assert kernel_reward(True, None, 2.0, 0.0, cfg) == pytest.approx(0.5 + 0.25)
+
+
+def test_geometric_prs_with_one_counted_turn_uses_its_coverage():
+    """One counted correct turn of coverage 0.25 (its own geometric mean) is below theta: rejected."""
+    cov = torch.tensor([[0.25, 0.0]])
+    keep = prs_keep_mask(cov, torch.tensor([[True, False]]), torch.tensor([[True, False]]),
+                         PRSConfig(mode="geometric"), prs_generator(0))
+    assert keep.tolist() == [[False, True]]
