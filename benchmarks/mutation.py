@@ -36,7 +36,7 @@ MODULES: dict[str, list[str]] = {
     "rl/filters": ["tests/rl/test_filters.py", "tests/rl/test_rl_edges.py"],
     "rl/loss": ["tests/rl/test_loss.py", "tests/rl/test_rl_edges.py"],
     "rl/staleness": ["tests/rl/test_staleness.py", "tests/rl/test_rl_edges.py"],
-    "data/schema": ["tests/data/test_schema.py"],
+    "data/schema": ["tests/data/test_schema.py", "tests/data/test_reader.py"],
     "data/prompts": ["tests/data/test_prompt_templates.py"],
     "data/stream": ["tests/pipelines/test_prompts.py"],
 }
@@ -46,7 +46,7 @@ def _ignore(_dir: str, names: list[str]) -> set[str]:
     return {n for n in names if n in ("__pycache__", ".hypothesis", ".pytest_cache") or n.endswith(".pyc")}
 
 
-def make_scratch(module: str, tests: list[str], root: Path, test_timeout_s: int) -> Path:
+def make_scratch(module: str, tests: list[str], root: Path, test_timeout_s: int, timeout_multiplier: float) -> Path:
     """A minimal copy of the repository for one module, with its own mutmut and pytest settings."""
     scratch = root / module.replace("/", "_")
     shutil.rmtree(scratch, ignore_errors=True)
@@ -78,6 +78,7 @@ def make_scratch(module: str, tests: list[str], root: Path, test_timeout_s: int)
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'
         'process_isolation = "forkserver"\n'
         "use_git_change_detection = false\n"
+        f"timeout_multiplier = {timeout_multiplier}\n"
         "\n[tool.pytest.ini_options]\n"
         f"timeout = {test_timeout_s}\n"
     )
@@ -90,9 +91,9 @@ def _mutmut(scratch: Path, *args: str, timeout_s: float | None = None) -> subpro
     return subprocess.run([str(exe), *args], cwd=scratch, env=env, capture_output=True, text=True, timeout=timeout_s)
 
 
-def run_module(module: str, root: Path, children: int, test_timeout_s: int) -> dict:
+def run_module(module: str, root: Path, children: int, test_timeout_s: int, timeout_multiplier: float) -> dict:
     """mutmut run on one module in its scratch copy; counts, score and every survivor's diff."""
-    scratch = make_scratch(module, MODULES[module], root, test_timeout_s)
+    scratch = make_scratch(module, MODULES[module], root, test_timeout_s, timeout_multiplier)
     start = time.monotonic()
     run = _mutmut(scratch, "run", "--max-children", str(children))
     elapsed = time.monotonic() - start
@@ -129,6 +130,8 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/drkernel-mutation"), help="scratch copies")
     parser.add_argument("--children", type=int, default=1, help="mutants tested in parallel")
     parser.add_argument("--test-timeout", type=int, default=120, help="pytest-timeout per test, seconds")
+    parser.add_argument("--timeout-multiplier", type=float, default=4.0,
+                        help="a mutant's CPU limit is 2 x this x (its tests' clean time + 1 s); mutmut's default is 15")
     args = parser.parse_args()
     unknown = [m for m in args.modules if m not in MODULES]
     if unknown:
@@ -137,7 +140,7 @@ def main() -> None:
     summary_path = args.workdir / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     for module in args.modules or list(MODULES):
-        result = run_module(module, args.workdir, args.children, args.test_timeout)
+        result = run_module(module, args.workdir, args.children, args.test_timeout, args.timeout_multiplier)
         summary[module] = result
         summary_path.write_text(json.dumps(summary, indent=1))
         score = "n/a" if result["score"] is None else f"{100 * result['score']:.1f}%"
