@@ -161,6 +161,55 @@ def _spec_mismatch(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> str
     return None
 
 
+def _batch_passes(ref_out: list[list[Any]], cand_out: list[list[Any]], atol: float, rtol: float,
+                  strict: bool) -> list[dict[str, Any] | None] | None:
+    """The comparison of a whole round at once, with one device-to-host copy instead of several syncs per
+    call (a timed round holds up to 64 calls, under the device lock). Per call: its stats when it clearly
+    passes, else None, and tensors.compare decides that call (it alone writes failure messages; a
+    borderline relative error goes to it too, so the two can never disagree on a verdict). None for the
+    whole round when its outputs are not all same-shaped small floating tensors (tensors.compare then)."""
+    k = len(ref_out)
+    if not k or len(cand_out) != k:
+        return None
+    width = len(ref_out[0])
+    parts = []
+    for i in range(width):
+        rs = [r[i] if len(r) == width else None for r in ref_out]
+        cs = [c[i] if len(c) == width else None for c in cand_out]
+        first = rs[0]
+        if not isinstance(first, torch.Tensor) or not first.is_floating_point() or not first.numel() \
+                or k * first.numel() > tensors.CHUNK:
+            return None
+        for t in rs + cs:
+            if not isinstance(t, torch.Tensor) or t.shape != first.shape or t.dtype != first.dtype:
+                return None
+        r = torch.stack([t.reshape(-1) for t in rs])
+        c = torch.stack([t.to(r.device).reshape(-1) for t in cs])
+        bad = ((torch.isnan(c) & ~torch.isnan(r)) | (torch.isinf(c) & ~torch.isinf(r))).any(1)
+        close = torch.isclose(c, r, atol=atol, rtol=rtol, equal_nan=True).all(1)
+        rd, cd = r.double(), c.double()
+        both = torch.isfinite(rd) & torch.isfinite(cd)
+        zero = torch.zeros((), dtype=torch.float64, device=rd.device)
+        diff = torch.where(both, cd - rd, zero)
+        rr = torch.where(both, rd, zero)
+        parts.append(torch.stack([bad.double(), close.double(), diff.abs().amax(1), (diff * diff).sum(1),
+                                  (rr * rr).sum(1)], 1))
+    table = torch.stack(parts, 1).tolist()  # [call][output][bad, close, worst, err2, ref2]: the one sync
+    out: list[dict[str, Any] | None] = []
+    for rows in table:
+        stats: dict[str, Any] | None = {"max_abs_diff": 0.0, "rel_l2": 0.0, "elementwise": True, "scale": True}
+        for bad_, close_, worst, err2, ref2 in rows:
+            norm = math.sqrt(ref2)
+            rel = math.sqrt(err2) / norm if norm > 0 else (0.0 if worst <= atol else math.inf)
+            if bad_ or not close_ or (strict and not rel <= rtol * (1 - 1e-9)) or not math.isfinite(rel):
+                stats = None
+                break
+            stats["max_abs_diff"] = max(stats["max_abs_diff"], worst)
+            stats["rel_l2"] = max(stats["rel_l2"], rel)
+        out.append(stats)
+    return out
+
+
 class Judge:
     def __init__(self, spec: dict[str, Any], caller: Any, ref_conn: Any, cand_conn: Any) -> None:
         self.spec, self.caller = spec, caller
@@ -203,8 +252,12 @@ class Judge:
         return protocol.encode_values([v.to("cpu") if isinstance(v, torch.Tensor) else v for v in values])
 
     def stage(self, ch: Channel, sets: list[list[Any]], reuse: bool = False) -> None:
-        """Hand input sets to a runner. The candidate's CUDA copies come from the private pool; with
-        `reuse` the new values go into the storage the candidate already holds."""
+        self.send_stage(ch, sets, reuse)
+        ch.reply("staged")
+
+    def send_stage(self, ch: Channel, sets: list[list[Any]], reuse: bool = False) -> None:
+        """Hand input sets to a runner (its reply is read by the caller). The candidate's CUDA copies come
+        from the private pool; with `reuse` the new values go into the storage the candidate already holds."""
         if self.ipc and ch is self.cand:
             if reuse:
                 for old, new in zip(self.cand_sets, sets):
@@ -223,7 +276,6 @@ class Judge:
             ch.order("stage", sets, reuse, tensors=True)
         else:
             ch.order("stage", [self._bytes_set(s) for s in sets], reuse)
-        ch.reply("staged")
 
     # -- one call round ---------------------------------------------------------------------------------
     def run(self, ch: Channel, k: int) -> float:
@@ -292,14 +344,27 @@ class Judge:
 
     # -- rounds ---------------------------------------------------------------------------------------------
     def round(self, seeds: list[int], label: str, cand_first: bool = False, with_inputs: bool = False,
-              reuse: bool = False) -> dict[str, Any]:
-        """Stage fresh sets in both runners, run both (timed), collect and compare every call."""
+              reuse: bool = False, timed: bool = True) -> dict[str, Any]:
+        """Stage fresh sets in both runners, run both (timed), collect and compare every call. An untimed
+        round (correctness, re-validation) gives both runners each order at once and then reads both
+        replies: half the waiting, and no time is taken from it."""
         k = len(seeds)
         sets = self.make_sets(seeds)
         order = (self.cand, self.ref) if cand_first else (self.ref, self.cand)
-        for ch in order:  # staged in run order: each side's inputs are as old when its calls start
-            self.stage(ch, sets, reuse=reuse and ch is self.cand)
-        times = {id(ch): self.run(ch, k) for ch in order}
+        if timed:
+            for ch in order:  # staged in run order: each side's inputs are as old when its calls start
+                self.stage(ch, sets, reuse=reuse and ch is self.cand)
+            times = {id(ch): self.run(ch, k) for ch in order}
+        else:
+            for ch in order:
+                self.send_stage(ch, sets, reuse=reuse and ch is self.cand)
+            for ch in order:
+                ch.reply("staged")
+            for ch in order:
+                ch.order("run", k)
+            for ch in order:
+                ch.reply("ran")
+            times = {id(ch): math.nan for ch in order}
         ref_out, ref_in = self.collect(self.ref, k, with_inputs)
         if self.ref_specs is None:
             self.ref_specs = _specs(ref_out[0])
@@ -310,7 +375,11 @@ class Judge:
             raise CandidateFault("runtime", f"out of device memory holding the candidate's outputs: {e}") from e
         self.absorb(self.cand.evidence)
         records = []
+        quick = _batch_passes(ref_out, cand_out, self.o["atol"], self.o["rtol"], self.o["correctness"] == "strict")
         for j in range(k):
+            if quick is not None and quick[j] is not None:
+                records.append({"seed_index": j, "passed": True, "message": "", **quick[j]})
+                continue
             ok, message, stats = tensors.compare(ref_out[j], cand_out[j], self.o["atol"], self.o["rtol"],
                                                  self.o["correctness"])
             records.append({"seed_index": j, "passed": ok, "message": message, **stats})
@@ -368,7 +437,7 @@ class Judge:
         for i in range(n):
             seed = fresh_seed()
             self.correct_seeds.append(seed)
-            r = self.round([seed], f"correctness trial {i}", with_inputs=True)
+            r = self.round([seed], f"correctness trial {i}", with_inputs=True, timed=False)
             rec = r["records"][0]
             trials.append({"trial": i, "passed": rec["passed"], "message": rec["message"],
                            "max_abs_diff": rec["max_abs_diff"], "rel_l2": rec["rel_l2"], "mutates_input": r["mutated"]})
@@ -433,24 +502,31 @@ class Judge:
         self.enter("timing")
         t0 = time.perf_counter()
         empties: dict[int, list[float]] = {id(self.ref): [], id(self.cand): []}
-        for i in range(EMPTY_ROUND_TRIPS):
+
+        def measure_empty(i: int) -> None:
             for ch in ((self.ref, self.cand) if i % 2 == 0 else (self.cand, self.ref)):
                 empties[id(ch)].append(self.run(ch, 0))
-        # Subtracted from both: the reference's (the candidate cannot inflate what is subtracted). The
-        # candidate's is only reported: the two differ only if the timed paths do (they must not).
-        empty = statistics.median(empties[id(self.ref)])
-        empty_cand = statistics.median(empties[id(self.cand)])
+
+        for i in range(EMPTY_ROUND_TRIPS):
+            measure_empty(i)
         warm = max(1, self.o_num("num_warmup"))
         ref_calls = []
         for i in range(warm):
             r = self.checked(self.round([fresh_seed()], f"warm-up call {i}", cand_first=i % 2 == 1))
-            ref_calls.append(r["ref_s"] - empty)
+            ref_calls.append(r["ref_s"] - statistics.median(empties[id(self.ref)]))
         k = self.calls_per_round(statistics.median(ref_calls))
-        cand, ref = [], []
+        cand_s, ref_s = [], []
         for i in range(self.o_num("num_perf_trials")):
+            measure_empty(i)  # between rounds, so the subtraction sees the same load as the rounds
             r = self.checked(self.round([fresh_seed() for _ in range(k)], f"timed round {i}", cand_first=i % 2 == 1))
-            cand.append(max(r["cand_s"] - empty, 0.0) / k)
-            ref.append(max(r["ref_s"] - empty, 0.0) / k)
+            cand_s.append(r["cand_s"])
+            ref_s.append(r["ref_s"])
+        # Subtracted from both: the reference's (the candidate cannot inflate what is subtracted). The
+        # candidate's is only reported: the two differ only if the timed paths do (they must not).
+        empty = statistics.median(empties[id(self.ref)])
+        empty_cand = statistics.median(empties[id(self.cand)])
+        cand = [max(t - empty, 0.0) / k for t in cand_s]
+        ref = [max(t - empty, 0.0) / k for t in ref_s]
         floor = 1e-7  # below the resolution of a round trip: clamp, so no ratio divides by zero
         self.v.cand_ms = max(statistics.median(cand), floor) * 1e3
         self.v.ref_ms = max(statistics.median(ref), floor) * 1e3
@@ -460,7 +536,7 @@ class Judge:
                                "empty_round_trip_candidate_ms": round(empty_cand * 1e3, 4)})
         self.v.check("timing", True, (
             f"median of {len(cand)} interleaved rounds of {k} call(s) after {warm} warm-up(s), timed as round trips "
-            f"on the judge's clock less an empty round trip ({empty * 1e3:.3g} ms): candidate {self.v.cand_ms:.4g} ms, "
+            f"on the judge's clock less the median empty round trip ({empty * 1e3:.3g} ms): candidate {self.v.cand_ms:.4g} ms, "
             f"reference {self.v.ref_ms:.4g} ms per call"))
 
     def o_num(self, key: str) -> int:
@@ -487,8 +563,10 @@ class Judge:
         """The first secret seed again, then new values in the storage the candidate already holds."""
         self.enter("revalidation")
         t0 = time.perf_counter()
-        self.checked(self.round([self.correct_seeds[0]], "re-validation first_seed_again", with_inputs=True))
-        self.checked(self.round([fresh_seed()], "re-validation same_storage_new_values", with_inputs=True, reuse=True))
+        self.checked(self.round([self.correct_seeds[0]], "re-validation first_seed_again", with_inputs=True,
+                                timed=False))
+        self.checked(self.round([fresh_seed()], "re-validation same_storage_new_values", with_inputs=True, reuse=True,
+                                timed=False))
         self.v.phase_s["revalidation"] = time.perf_counter() - t0
         if not self.v.failed("every_call_checked"):
             self.v.check("every_call_checked", True, "every call's output compared, timed ones included; "

@@ -35,7 +35,7 @@ def get_init_inputs():
 
 SELF = VerifyOptions(device="cpu", require_triton=False, measure_coverage=False, num_perf_trials=15, num_warmup=1,
                      timeout_s=120)
-EVALUATIONS = 5
+EVALUATIONS = 7
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +92,35 @@ def test_ipc_files_of_a_killed_child_are_removed():
         for path in (dead, other):
             if os.path.exists(path):
                 os.unlink(path)
+
+
+def test_batched_comparison_never_passes_what_compare_fails():
+    """A round's outputs are compared in one batch; a call passes there only when tensors.compare passes it,
+    with the same statistics, and every doubtful call is left to tensors.compare."""
+    import torch
+
+    from drkernel.verify import tensors
+    from drkernel.verify.judge import _batch_passes
+
+    torch.manual_seed(0)
+    ref = [[torch.randn(4, 33)] for _ in range(6)]
+    cand = [[ref[0][0].clone()], [ref[1][0] + 1e-4], [ref[2][0] * 1e-6], [ref[3][0].clone()],
+            [ref[4][0] + 0.5], [ref[5][0].clone()]]
+    cand[3][0][0, 0] = float("nan")
+    cand[5][0][1, 2] = float("inf")
+    quick = _batch_passes(ref, cand, 1e-2, 1e-2, strict=True)
+    assert quick is not None and [q is not None for q in quick] == [True, True, False, False, False, False]
+    for j, q in enumerate(quick):
+        ok, _, stats = tensors.compare(ref[j], cand[j], 1e-2, 1e-2, "strict")
+        assert ok == (q is not None)
+        if q is not None:
+            assert q["max_abs_diff"] == pytest.approx(stats["max_abs_diff"])
+            assert q["rel_l2"] == pytest.approx(stats["rel_l2"], abs=1e-12)
+    # softmax-sized values times 1e-6 are within atol elementwise: only the strict (scale) mode fails them
+    small = [[torch.rand(4, 33) * 1e-4]]
+    scaled = [[small[0][0] * 1e-6]]
+    assert _batch_passes(small, scaled, 1e-2, 1e-2, strict=False)[0] is not None
+    assert _batch_passes(small, scaled, 1e-2, 1e-2, strict=True)[0] is None
+    # integer outputs, scalars or mixed shapes: the whole round goes to tensors.compare
+    assert _batch_passes([[torch.ones(3, dtype=torch.int64)]], [[torch.ones(3, dtype=torch.int64)]], 0, 0, True) is None
+    assert _batch_passes([[1.0]], [[1.0]], 0, 0, True) is None
