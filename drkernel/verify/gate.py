@@ -7,15 +7,32 @@ introspection, global hooks, torch function/dispatch modes, profilers, streams a
 assignment into anything the candidate did not create. A `@triton.jit` body may only call Triton
 operations, the builtins Triton's frontend implements, and other jit functions of the same module,
 so plain Python (which the CPU interpreter would count as kernel time) cannot hide in a kernel.
+
+Names alone do not close the allow-list: allowed modules re-export whole stdlib modules and loaders
+(`torch.builtins.exec`, `typing.sys.modules`, `torch.ops.import_module`; red-team finding 1). So
+every dotted path rooted at an imported module is also walked over the real objects (the allowed
+modules imported here, once, without running attribute hooks): a module it reaches must be allowed,
+and a function or class must not be a denied API, a code-running builtin, or come from a module off
+the allow-list. A name bound from a call, subscript or attribute read holds an object the candidate
+fetched, not made: storing into its attributes is monkey-patching.
 It is one layer: the process sandbox and the trusted-side checks hold without it. It runs in the
-verifier's own process (no torch import here), so a rejected source costs no child process.
+verifier's own process (a rejected source costs no child process), which therefore imports the
+allowed modules (torch, Triton) on the first check.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
+import importlib
+import importlib.util
+import inspect
 import re
+import sys
+import threading
+import types
 from dataclasses import dataclass, field
+from typing import Any
 
 # Modules a candidate may import (exactly these, or as `from <module> import <name>`; the imported
 # name is then checked like an attribute of the module).
@@ -37,6 +54,8 @@ DENIED_PATHS = (
     "torch.overrides", "torch.profiler", "torch.classes", "torch.cuda.memory",
     "triton.knobs", "triton.runtime", "triton.compiler", "triton.compile", "triton.testing", "triton.tools",
     "triton.backends", "triton.profiler", "triton.language.extra.libdevice.inline_asm_elementwise",
+    "torch.serialization", "torch.from_file", "torch.ops.import_module", "torch.ops.load_library",
+    "torch.storage", "torch.UntypedStorage.from_file", "torch.TypedStorage.from_file",
 )
 OPEN_UNDER_DENIED = ("torch.utils.checkpoint.", "torch.utils.checkpoint")  # recomputation only
 # Attribute names closed on any object: streams and graphs (work the harness's events do not see,
@@ -50,6 +69,8 @@ DENIED_ATTRS = frozenset(
         "setprofile", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "tb_frame", "tb_next", "gi_frame",
         "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "inline_asm_elementwise", "get_device_module",
         "get_type_hints", "get_args", "get_origin", "mro",
+        # files and loaders on any object (`ndarray.tofile`, `Storage.from_file`, `torch.ops.import_module`)
+        "tofile", "fromfile", "from_file", "dump", "dumps", "save", "import_module", "ctypes",
     }
 )
 # Private library helpers honest PyTorch code calls (nn.Linear's own init recipe, conv argument helpers).
@@ -73,6 +94,20 @@ MODULE_NAMES = frozenset(
     }
 )
 HOOK_ATTR = re.compile(r"register_.*hook|register_module_")
+# Packages whose submodules an attribute path may reach (the path rules above still apply to them).
+REACHABLE_PACKAGES = ("torch", "triton")
+# Modules a function or class reached through an allowed module may be defined in (measured over every
+# public attribute of the allowed modules). Not here, so rejected: os, sys, _thread, importlib and its
+# frozen loader (`triton.language.extra.module_from_spec`), types (FunctionType builds code), ...
+CALLABLE_HOMES = frozenset(
+    {"torch", "triton", "typing", "typing_extensions", "math", "collections", "_collections", "_collections_abc",
+     "random", "_random", "itertools", "functools", "_functools", "builtins", "abc", "_abc", "reprlib", "weakref",
+     "numbers", "enum", "dataclasses", "operator", "_operator"}
+)
+# Builtins that run code, reach namespaces or files, read/write attributes by name or create classes,
+# however they are reached (a module attribute bound to one of these hides it from the name rules).
+DANGEROUS_BUILTINS = ("eval", "exec", "compile", "open", "globals", "locals", "vars", "breakpoint", "__import__",
+                      "__build_class__", "getattr", "setattr", "delattr", "hasattr", "type", "input")
 # Builtins that evaluate code, reach namespaces or files, or read/write attributes by computed name.
 DENIED_BUILTINS = frozenset(
     {"eval", "exec", "compile", "open", "globals", "locals", "vars", "breakpoint", "__import__", "__build_class__"}
@@ -106,6 +141,7 @@ GLOBAL_CLASSES = frozenset(
 TENSOR_CLASSES = frozenset({"torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"})
 # Receivers that are the candidate's own module/function objects (private attributes allowed; no rebinding).
 OWN_RECEIVERS = frozenset({"self", "ctx"})
+FRESH_BUILTINS = frozenset({"list", "dict", "set", "tuple", "object", "int", "float", "str", "bool", "range"})
 DUNDER_DEFS = frozenset({"__init__"})  # the only dunder a measured honest corpus defines or calls
 
 
@@ -178,6 +214,7 @@ class _Scanner(ast.NodeVisitor):
                 functions.append(parent)
         self.import_aliases = dict(self.aliases)
         self.jit_names = {f.name for f in functions if self._jit_decorated(f)}
+        self.fetched = self._fetched_names(tree)
         self.violations: list[str] = []
         self.kernels: list[str] = []
         self.type_values: set[str] = set()  # names bound to a type(...) result
@@ -185,6 +222,61 @@ class _Scanner(ast.NodeVisitor):
         self.jit_locals: set[str] | None = None  # set while inside a jit body
 
     # ------------------------------------------------------------------ helpers
+    def _fetched_names(self, tree: ast.Module) -> set[str]:
+        """Names bound (anywhere: scopes are not told apart, which only over-approximates) to an object
+        the candidate fetched rather than made: a call that is not a class construction, an item, an
+        attribute of something other than its own `self`/`ctx`/classes, or another such name; loop and
+        `with` targets over one. Iterated to a fixed point, since a name may be bound before it is read."""
+        bindings: list[tuple[ast.AST, ast.AST]] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                bindings += [(t, node.value) for t in node.targets]
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                bindings.append((node.target, node.value))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                bindings.append((node.target, node.iter))
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                bindings += [(i.optional_vars, i.context_expr) for i in node.items if i.optional_vars is not None]
+        fetched: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for target, value in bindings:
+                if not self._is_fetched(value, fetched):
+                    continue
+                for name in _bound_names(target):
+                    if name not in fetched:
+                        fetched.add(name)
+                        changed = True
+        return fetched
+
+    def _is_fetched(self, value: ast.AST, fetched: set[str]) -> bool:
+        if isinstance(value, ast.Name):
+            return value.id in fetched
+        if isinstance(value, (ast.Tuple, ast.List)):
+            return any(self._is_fetched(e, fetched) for e in value.elts)
+        if isinstance(value, ast.IfExp):
+            return self._is_fetched(value.body, fetched) or self._is_fetched(value.orelse, fetched)
+        if isinstance(value, ast.BoolOp):
+            return any(self._is_fetched(v, fetched) for v in value.values)
+        if isinstance(value, (ast.Starred, ast.Await, ast.NamedExpr)):
+            return self._is_fetched(value.value, fetched)
+        if isinstance(value, ast.Call):
+            func = value.func
+            if isinstance(func, ast.Name) and (func.id in self.classes or func.id in FRESH_BUILTINS):
+                return False
+            path = _dotted(func)
+            head = path.partition(".")[0] if path else ""
+            if path and head in self.import_aliases:  # a library class builds a fresh instance
+                return not _REAL.is_class(self.import_aliases[head] + path[len(head):])
+            return True
+        if isinstance(value, ast.Subscript):
+            return True
+        if isinstance(value, ast.Attribute):
+            root = _root(value)
+            return not (isinstance(root, ast.Name) and root.id in OWN_RECEIVERS | self.classes)
+        return False
+
     def _flag(self, node: ast.AST, what: str) -> None:
         self.violations.append(f"line {getattr(node, 'lineno', '?')}: {what}")
 
@@ -210,23 +302,13 @@ class _Scanner(ast.NodeVisitor):
         return False
 
     def _check_path(self, node: ast.AST, path: str) -> None:
-        """Rules for a dotted path reached from an imported module (import, attribute, from-import)."""
+        """Rules for a dotted path reached from an imported module (import, attribute, from-import): by
+        its names, then by the real objects it reaches."""
         if path in ALLOWED_PRIVATE:
             return
-        parts = path.split(".")
-        for part in parts[1:]:
-            if part.startswith("_"):
-                self._flag(node, f"private or dunder name {path}")
-                return
-            if part in DENIED_ATTRS or HOOK_ATTR.match(part):
-                self._flag(node, f"forbidden API {path}")
-                return
-        if path.startswith(OPEN_UNDER_DENIED):
-            return
-        for denied in DENIED_PATHS:
-            if path == denied or path.startswith(denied + "."):
-                self._flag(node, f"forbidden API {path}")
-                return
+        problem = _path_problem(path) or _REAL.reach(path)
+        if problem:
+            self._flag(node, problem)
 
     def _check_attr_name(self, node: ast.AST, attr: str, receiver: ast.AST, in_call: bool) -> None:
         """Rules for `.attr` on a value that is not a module path."""
@@ -271,6 +353,11 @@ class _Scanner(ast.NodeVisitor):
             return
         if isinstance(target, (ast.Attribute, ast.Subscript)):
             root = _root(target)
+            if isinstance(target, ast.Attribute) and isinstance(root, ast.Name) and root.id in self.fetched \
+                    and root.id not in self.aliases:
+                self._flag(node, f"assignment to {ast.unparse(target)}: {root.id} holds an object fetched from "
+                                 f"a call, item or attribute, not one the candidate created (monkey-patching)")
+                return
             if isinstance(root, ast.Name) and root.id not in self.aliases and root.id not in self.type_values:
                 return
             what = self._resolve(target) or ast.unparse(target)
@@ -521,6 +608,155 @@ class _Scanner(ast.NodeVisitor):
                 self._flag(node, f"call to .{func.attr}() inside a @triton.jit body (not a Triton tensor method)")
             return
         self._flag(node, f"call to {ast.unparse(func)} inside a @triton.jit body")
+
+
+def _path_problem(path: str) -> str | None:
+    """The name rules for a dotted path: private and denied names, denied paths."""
+    for part in path.split(".")[1:]:
+        if part.startswith("_"):
+            return f"private or dunder name {path}"
+        if part in DENIED_ATTRS or HOOK_ATTR.match(part):
+            return f"forbidden API {path}"
+    if path.startswith(OPEN_UNDER_DENIED):
+        return None
+    for denied in DENIED_PATHS:
+        if path == denied or path.startswith(denied + "."):
+            return f"forbidden API {path}"
+    return None
+
+
+class _RealObjects:
+    """The allowed modules as loaded objects, to follow attribute paths to what they really reach.
+
+    Attributes are read with inspect.getattr_static: no module `__getattr__`, descriptor or property
+    of a library runs for a candidate's path, and a lazily loaded name the walk cannot see leaves the
+    name rules to judge it. Built once per process, on first use (importing torch takes seconds)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._roots: dict[str, Any] | None = None
+        self._denied: dict[int, str] = {}
+        self._keep: list[Any] = []  # holds the denied objects, so their ids stay theirs
+        self._seen: dict[str, str | None] = {}
+
+    def _load(self) -> dict[str, Any]:
+        with self._lock:
+            if self._roots is None:
+                for name in sorted(ALLOWED_MODULES - {"__future__"}):
+                    try:
+                        importlib.import_module(name)
+                    except Exception:  # noqa: BLE001 - e.g. torch.npu without torch_npu: names judge it
+                        continue
+                roots = {n.partition(".")[0] for n in ALLOWED_MODULES - {"__future__"}}
+                found = {n: sys.modules[n] for n in roots if n in sys.modules}
+                for name in DANGEROUS_BUILTINS:
+                    self._deny(builtins.__dict__.get(name), f"builtin {name}")
+                for path in DENIED_PATHS:
+                    self._deny(self._static(found, path), f"forbidden API {path}")
+                self._roots = found
+            return self._roots
+
+    def _deny(self, obj: Any, what: str) -> None:
+        if obj is not None and not isinstance(obj, types.ModuleType) and (callable(obj) or isinstance(obj, type)):
+            self._keep.append(obj)
+            self._denied.setdefault(id(obj), what)
+
+    @staticmethod
+    def _static(roots: dict[str, Any], path: str) -> Any:
+        head, *rest = path.split(".")
+        obj = roots.get(head)
+        try:
+            for part in rest:
+                obj = _unwrap(inspect.getattr_static(obj, part))
+        except Exception:  # noqa: BLE001 - not there in this install
+            return None
+        return obj
+
+    def is_class(self, path: str) -> bool:
+        return isinstance(self._static(self._load(), path), type)
+
+    def reach(self, path: str) -> str | None:
+        """What is wrong with the first thing `path` reaches, if anything (memoised: kernels repeat paths)."""
+        if path not in self._seen:
+            if len(self._seen) > 100_000:
+                self._seen.clear()
+            self._seen[path] = self._walk(path)
+        return self._seen[path]
+
+    def _walk(self, path: str) -> str | None:
+        roots = self._load()
+        head, *rest = path.split(".")
+        obj = roots.get(head)
+        if obj is None:
+            return None
+        real = head
+        for i, part in enumerate(rest, 2):
+            here = ".".join(path.split(".")[:i])
+            try:
+                obj = _unwrap(inspect.getattr_static(obj, part))
+            except Exception:  # noqa: BLE001 - absent, or only a hook could produce it
+                return self._unloaded_submodule(obj, part, here)
+            real = obj.__name__ if isinstance(obj, types.ModuleType) else f"{real}.{part}"
+            problem = self._object_problem(obj, here)
+            if problem:
+                return problem
+        return _path_problem(real) if real != path else None
+
+    def _unloaded_submodule(self, obj: Any, part: str, here: str) -> str | None:
+        """A submodule not imported here yet (it may be in the candidate's process): judged by its name."""
+        if not (isinstance(obj, types.ModuleType) and isinstance(obj.__dict__.get("__path__"), (list, tuple))):
+            return None
+        name = f"{obj.__name__}.{part}"
+        try:
+            spec = importlib.util.find_spec(name)
+        except Exception:  # noqa: BLE001 - not a submodule
+            return None
+        if spec is None:
+            return None
+        return _module_problem(name, here) or _path_problem(name)
+
+    def _object_problem(self, obj: Any, here: str) -> str | None:
+        if isinstance(obj, types.ModuleType):
+            name = obj.__name__ if isinstance(obj.__name__, str) else "?"
+            problem = _module_problem(name, here)
+            if problem is None and not any(o.startswith(name + ".") for o in OPEN_UNDER_DENIED):
+                problem = _path_problem(name)
+            return problem
+        denied = self._denied.get(id(obj))
+        if denied is not None:
+            return f"{here} is {denied}"
+        if callable(obj) or isinstance(obj, type):
+            try:
+                home = obj.__module__
+            except Exception:  # noqa: BLE001 - no home to judge
+                return None
+            if isinstance(home, str) and home.partition(".")[0] not in CALLABLE_HOMES:
+                return f"{here} is defined in {home} (not on the allow-list)"
+        return None
+
+
+def _bound_names(target: ast.AST) -> list[str]:
+    """Names a binding target rebinds (not those inside `a.b = ` or `a[i] = `, which store into a)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for elt in target.elts for n in _bound_names(elt)]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    return []
+
+
+def _unwrap(obj: Any) -> Any:
+    return obj.__func__ if isinstance(obj, (staticmethod, classmethod)) else obj
+
+
+def _module_problem(name: str, here: str) -> str | None:
+    if name in ALLOWED_MODULES or name.partition(".")[0] in REACHABLE_PACKAGES:
+        return None
+    return f"{here} is the module {name} (not on the allow-list)"
+
+
+_REAL = _RealObjects()
 
 
 def _line_of(violation: str) -> int:

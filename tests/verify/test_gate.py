@@ -305,3 +305,79 @@ def test_violations_are_listed_by_line():
     result = check_source(KERNEL + "\nimport gc\nimport os\nx = eval('1')\n")
     lines = [int(v.split(":")[0].removeprefix("line ")) for v in result.violations]
     assert lines == sorted(lines) and len(lines) == 3
+
+
+# Paths that only the walk over the real objects catches: no name on them is private or denied, the module
+# reached is re-exported by an allowed one (red-team finding 1). Each line -> a phrase its rejection contains.
+@pytest.mark.parametrize(
+    "snippet, needle",
+    [
+        ("m = torch.importlib.reload", "torch.importlib is the module importlib"),
+        ("p = torch.os.getpid()", "torch.os is the module os"),
+        ("n = torch.nn.functional.np.zeros(2)", "is the module numpy"),
+        ("import typing\nm = typing.sys.modules.get('os')", "typing.sys is the module sys"),
+        ("from typing import sys", "typing.sys is the module sys"),
+        ("t = getattr(torch, 'threading')", "torch.threading is the module threading"),
+        ("import torch.nn.functional as F\nf = F.dataclasses.field", "is the module dataclasses"),
+        ("import triton.language as tl\nf = tl.extra.module_from_spec", "defined in _frozen_importlib"),
+        ("import functools\nlock = functools.RLock()", "defined in _thread"),
+        # Aliases of denied paths: the real module or object is denied, whatever the path's text says.
+        ("import torch.nn.functional as F\ns = F.torch.jit.script", "forbidden API torch.jit"),
+        ("import torch.nn.functional as F\nx = F.torch.load('w.pt')", "is forbidden API torch.load"),
+        ("import torch.nn.functional as F\nh = F.torch.utils.hooks", "forbidden API torch.utils.hooks"),
+        ("import torch.nn.functional as F\nF.torch.cuda.memory.empty_cache()", "forbidden API torch.cuda.memory"),
+    ],
+)
+def test_paths_are_walked_over_the_real_objects(snippet: str, needle: str):
+    result = check_source(KERNEL + "\n" + snippet + "\n")
+    assert not result.passed and result.kind == "forbidden", result
+    assert needle in result.message, result.message
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "import typing\nd = typing.collections.OrderedDict()",  # collections is allowed
+        "import torch.nn.functional as F\ny = F.torch.relu(torch.zeros(2))",  # torch is torch
+        "import torch.nn.functional as F\nc = F.torch.utils.checkpoint.checkpoint",  # open under torch.utils
+        "import functools\nr = functools.reduce(lambda a, b: a + b, [1, 2])",  # defined in _functools
+        "import triton.language as tl\nf = tl.extra.cuda.libdevice.tanh",
+        "y = torch.ops.aten.relu(torch.zeros(2))",  # torch.ops builds namespaces lazily: names judge them
+        "c = triton.Config({'BLOCK': 64}, num_warps=4)\nc.block = 64",  # a library class builds a fresh object
+        "out = torch.empty(4)\nout[0] = 1.0\nout[1:] *= 2.0",  # items of a fetched tensor
+    ],
+)
+def test_real_paths_and_fresh_objects_that_stay_allowed(snippet: str):
+    result = check_source(KERNEL + "\n" + snippet + "\n")
+    assert result.passed, result.message
+
+
+# A name bound from a call, item or attribute read holds an object fetched from elsewhere (possibly a harness
+# module): storing into its attributes is monkey-patching, however the object was reached.
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "x = torch.zeros(2)\nx.foo = 1",
+        "def get():\n    return torch.nn\nm = get()\nm.Linear = None",
+        "d = {}\nm = d['harness']\nm.run = None",
+        "fs = [torch.relu]\nq = fs[0]\nr = q\nr.cache = {}",
+        "o = torch.zeros(2).grad_fn\no.name = 'x'",
+        "for mod in torch.nn.Linear(2, 2).modules():\n    mod.forward = print",
+        "x = torch.zeros(2)\nsetattr(x, 'foo', 1)",
+        "x = torch.zeros(2)\nx.foo += 1",
+        "x = torch.zeros(2)\ndel x.foo",
+        "a, (b, c) = torch.zeros(2), (1, torch.ones(2))\nc.foo = 1",
+    ],
+)
+def test_attribute_stores_into_fetched_objects_are_forbidden(snippet: str):
+    result = check_source(KERNEL + "\n" + snippet + "\n")
+    assert not result.passed and result.kind == "forbidden", result
+    assert "holds an object fetched" in result.message, result.message
+
+
+def test_files_and_loaders_on_any_object_are_forbidden():
+    for line in ("torch.zeros(2).numpy().tofile('/tmp/x')", "torch.zeros(2).numpy().dump('/tmp/x')",
+                 "a = torch.zeros(2).numpy().ctypes", "s = torch.UntypedStorage.from_file('/etc/hostname', False, 4)",
+                 "torch.ops.import_module('os')", "torch.ops.load_library('x.so')"):
+        result = check_source(KERNEL + "\n" + line + "\n")
+        assert not result.passed and result.kind == "forbidden", (line, result)

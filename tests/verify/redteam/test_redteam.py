@@ -55,19 +55,16 @@ REEXPORTS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason=GATE_HOLE)
 @pytest.mark.parametrize("name", sorted(REEXPORTS))
 def test_gate_rejects_reexported_stdlib_modules(name: str) -> None:
     assert not check_source(REEXPORTS[name], require_triton=False).passed
 
 
-@pytest.mark.xfail(strict=True, reason=GATE_HOLE + ": torch.builtins.exec rewrites the Runner, reward 2.5")
 def test_exec_defer_work_earns_nothing(verifier) -> None:
     r = verifier.verify(VECTOR_ADD_REF, _src("escape_exec_defer_work.py"), OPTIONS)
     assert r.status == "ok" and r.reward == 0.0, (r.reward, r.speedup, r.coverage, r.hack)
 
 
-@pytest.mark.xfail(strict=True, reason=GATE_HOLE + ": typing.sys.modules.get patches harness functions, reward 2.5")
 def test_typing_sys_patch_earns_nothing(verifier) -> None:
     r = verifier.verify(MATMUL_REF, _src("escape_typing_sys_patch.py"), OPTIONS)
     assert r.status == "ok" and r.reward == 0.0, (r.reward, r.speedup, r.coverage, r.hack)
