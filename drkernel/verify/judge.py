@@ -503,12 +503,9 @@ class Judge:
         t0 = time.perf_counter()
         empties: dict[int, list[float]] = {id(self.ref): [], id(self.cand): []}
 
-        def measure_empty(i: int) -> None:
+        for i in range(EMPTY_ROUND_TRIPS):
             for ch in ((self.ref, self.cand) if i % 2 == 0 else (self.cand, self.ref)):
                 empties[id(ch)].append(self.run(ch, 0))
-
-        for i in range(EMPTY_ROUND_TRIPS):
-            measure_empty(i)
         warm = max(1, self.o_num("num_warmup"))
         ref_calls = []
         for i in range(warm):
@@ -517,7 +514,6 @@ class Judge:
         k = self.calls_per_round(statistics.median(ref_calls))
         cand_s, ref_s = [], []
         for i in range(self.o_num("num_perf_trials")):
-            measure_empty(i)  # between rounds, so the subtraction sees the same load as the rounds
             r = self.checked(self.round([fresh_seed() for _ in range(k)], f"timed round {i}", cand_first=i % 2 == 1))
             cand_s.append(r["cand_s"])
             ref_s.append(r["ref_s"])

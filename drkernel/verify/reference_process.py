@@ -25,7 +25,8 @@ def main(spec: dict[str, Any], conn: Any) -> None:
                 env=env_for(spec["device"]))
         capture_output(spec["workdir"])
         backend = make_backend(spec["device"])
-        observer = Observer(spec["reference_path"], backend, require_triton=False, kernel_names=[])
+        observer = Observer(spec["reference_path"], backend, require_triton=False, kernel_names=[],
+                            watch_process=False)
         observer.install()
         module = problem.import_file(spec["reference_path"], "reference")
         observer.recorder.note_module(module)

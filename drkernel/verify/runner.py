@@ -127,8 +127,10 @@ class Observer:
     harness adds per call must not be charged to one side only. Only the candidate's evidence is used
     against it; the reference's aliasing tells the judge that the candidate doing the same is no hack."""
 
-    def __init__(self, model_file: str, backend: Any, require_triton: bool, kernel_names: list[str]) -> None:
+    def __init__(self, model_file: str, backend: Any, require_triton: bool, kernel_names: list[str],
+                 watch_process: bool = True) -> None:
         self.backend, self.path, self.require_triton = backend, model_file, require_triton
+        self.watch_process = watch_process  # tamper and side-process checks: the candidate's process only
         self.recorder = LaunchRecorder(model_file)
         self.kernel_names: set[str] = set(kernel_names)
         self.tampered: list[str] = []
@@ -175,6 +177,8 @@ class Observer:
     def evidence(self) -> dict[str, Any]:
         """Checked after the timed window: harness tampering, and processes alive after the calls (Triton's
         compilers have exited by then; this process is a subreaper, so double-forked orphans count too)."""
+        if not self.watch_process:
+            return {"aliases": self.alias_calls[:5], "launches": self.launches}
         self.check_tamper()
         if not self.side_processes:
             self.side_processes = [f"pid {pid} alive after the calls" for pid in descendants(os.getpid())]
