@@ -130,3 +130,44 @@ def test_geometric_prs_with_one_counted_turn_uses_its_coverage():
     keep = prs_keep_mask(cov, torch.tensor([[True, False]]), torch.tensor([[True, False]]),
                          PRSConfig(mode="geometric"), prs_generator(0))
     assert keep.tolist() == [[False, True]]
+
+
+def test_prs_speed_escape_through_the_config_in_both_modes():
+    """Coverage 0 but speedup at the threshold (>=) escapes PRS; a NaN speedup never does, even at threshold 1."""
+    cov = torch.zeros(3, 1)
+    correct = torch.ones(3, 1, dtype=torch.bool)
+    speedup = torch.tensor([[2.0], [1.99], [math.nan]])
+    for mode in ("turn", "geometric"):
+        cfg = PRSConfig(mode=mode, speedup_threshold=2.0)
+        keep = prs_keep_mask(cov, correct, correct, cfg, prs_generator(0), speedup=speedup)
+        assert keep[:, 0].tolist() == [True, False, False]
+    p = prs_keep_probability(cov[:, 0], correct[:, 0], speedup=speedup[:, 0], speedup_threshold=1.0)
+    assert p.tolist() == [1.0, 1.0, 0.0]
+
+
+def test_geometric_prs_reads_nan_as_zero_and_caps_coverage_at_one():
+    correct = torch.ones(2, 2, dtype=torch.bool)
+    cov = torch.tensor([[math.nan, 1.0], [1.5, 0.1]])  # row 1: sqrt(1 * 0.1) = 0.316 -> p = 0.16, not sqrt(0.15)
+    gen = prs_generator(0)
+    kept = torch.stack([prs_keep_mask(cov, correct, correct, PRSConfig(mode="geometric"), gen)[:, 0]
+                        for _ in range(400)]).double().mean(0)
+    assert kept[0] == 0.0
+    assert abs(kept[1].item() - (math.sqrt(0.1) - 0.3) / 0.1) < 0.08
+
+
+def test_prs_keep_probability_keeps_float64_exact_at_theta():
+    """Coverage exactly theta in float64 gives p = 0, not a float32 rounding's 1e-7."""
+    p = prs_keep_probability(torch.tensor([0.3], dtype=torch.float64), torch.tensor([True]))
+    assert p.item() == 0.0 and p.dtype == torch.float64
+
+
+def test_prs_mask_is_bool_seeded_and_its_errors_show_the_shapes():
+    cov = torch.full((64, 2), 0.35)  # p = 0.5 per trajectory in geometric mode
+    mask = torch.ones(64, 2, dtype=torch.int64)
+    off = prs_keep_mask(cov, mask, mask, PRSConfig(enabled=False), prs_generator(0))
+    assert off.dtype == torch.bool and off.all()
+    geo = PRSConfig(mode="geometric")
+    a, b = (prs_keep_mask(cov, mask, mask.bool(), geo, prs_generator(9)) for _ in range(2))
+    assert torch.equal(a, b) and not torch.equal(a, prs_keep_mask(cov, mask, mask.bool(), geo, prs_generator(10)))
+    with pytest.raises(ValueError, match=r"\[N, T\]: \(64, 2\), \(64,\)"):
+        prs_keep_mask(cov, mask, mask[:, 0], PRSConfig(), prs_generator(0))
