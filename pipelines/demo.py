@@ -28,14 +28,14 @@ from pipelines.train import load_train_config
 REPO = Path(__file__).resolve().parents[1]
 DEMO_CONFIG = REPO / "configs" / "demo_cpu.yaml"
 # The demo's own sizing on top of configs/demo_cpu.yaml: an SFT warm start of about 3 minutes on 2 cores.
-DEMO_DEFAULTS = ["sft.epochs=8", "sft.eval.enabled=false", "sft.log_every=20"]
+DEMO_DEFAULTS = ["sft.max_steps=120", "sft.eval.enabled=false", "sft.log_every=20", "trainer.total_steps=6"]
 CPU_NOTE = ("CPU: speedups are Triton-interpreter wall clock against eager PyTorch, so every kernel is far "
             "slower than its reference and Fast@1 is 0 by construction; the reward's speed term is not "
             "informative here (see issue 13, the modelled CPU speedup).")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--steps", type=int, default=None, help="RL steps (default: trainer.total_steps, 10)")
+    parser.add_argument("--steps", type=int, default=None, help="RL steps (default 6)")
     parser.add_argument("--out", default="runs/demo", help="output folder (summary.json, plots, checkpoints)")
     parser.add_argument("--config", default=None, help=f"base recipe (default {DEMO_CONFIG.relative_to(REPO)})")
     parser.add_argument("--sft-cache", default=None,
