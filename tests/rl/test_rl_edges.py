@@ -288,3 +288,11 @@ def test_wait_serves_when_no_running_group_is_older_than_the_batch():
     batch, dropped = ctl.take_batch(1)
     assert [g.group_id for g in batch] == ["b"] and dropped == []
     assert [x.ticket for x in ctl.running_admissions()] == [a.ticket]
+
+
+@pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"])
+def test_an_all_masked_batch_is_zero_in_every_aggregation(mode):
+    logp, old, adv, mask = _batch()
+    loss, _ = policy_loss(logp, old, adv, torch.zeros_like(mask), LossConfig(loss_agg_mode=mode, kl_coef=0.1),
+                          ref_log_prob=old)
+    assert loss.item() == 0.0
