@@ -215,7 +215,9 @@ class TrainJob:
         tokenizer = AutoTokenizer.from_pretrained(model_path)
 
         self.ranks = create_trainer_group(cfg, model_path)
-        self.source = PromptSource.remote(self.prompts, cfg.rl_data.seed, cfg.rl_data.num_epochs)
+        max_prompt = cfg.rl_data.max_prompt_tokens or cfg.rollout.max_context_tokens - cfg.rollout.min_generation_tokens
+        self.source = PromptSource.remote(self.prompts, cfg.rl_data.seed, cfg.rl_data.num_epochs, {
+            "skip_invalid": cfg.rl_data.skip_invalid, "max_prompt_tokens": max_prompt, "tokenizer": tokenizer})
         self.queue = TrajectoryQueue.remote(cfg.queue, cfg.trainer.publish_every, self.source)
         self._actors += [self.source, self.queue]
         ray.get([r.attach_policy.remote() for r in self.ranks])
@@ -281,6 +283,7 @@ class TrainJob:
         verify_s = [traj.metrics.get("verify_s", 0.0) for traj in trajectories]
         verified = sum(1 for traj in trajectories for t in traj.turns if t.verdict is not None)
         queue = await self.queue.stats.remote()
+        metrics.update(await self.source.metrics.remote())
         metrics.update({
             "trainer/version": float(self.version), "rollout/tokens": float(tokens),
             "rollout/verifier_calls": float(verified),

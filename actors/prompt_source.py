@@ -105,6 +105,10 @@ class PromptSource:
     def failed(self) -> list[dict[str, str]]:
         return list(self._failed)
 
+    def metrics(self) -> dict[str, float]:
+        """The pool's counts (rows, invalid rows dropped, prompts too long for the context) for the job's log."""
+        return self._stream.metrics()
+
     def stats(self) -> dict[str, Any]:
         return {**self._counts, "outstanding": len(self._outstanding), "waiting_reissue": len(self._line),
                 "exhausted": self._exhausted, "cursor": self._stream.state_dict()}

@@ -25,6 +25,9 @@ class PromptDataConfig(StrictModel):
     prompt_style: str = Field("compact", description="first-turn prompt style when rows are built from tasks")
     seed: int = Field(0, description="seed of the per-epoch prompt order")
     num_epochs: int | None = Field(None, ge=1, description="passes over the prompts; null = until total_steps")
+    skip_invalid: bool = Field(False, description="drop and count bad rows at load instead of failing the job")
+    max_prompt_tokens: int | None = Field(
+        None, ge=1, description="drop longer first-turn prompts; null = what fits rollout.max_context_tokens")
 
 
 class PolicyConfig(StrictModel):

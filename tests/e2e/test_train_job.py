@@ -69,7 +69,8 @@ def test_job_runs_every_actor_and_pushes_bit_identical_weights(ray_cluster, tiny
     for key in ("rollout/reward_mean", "rollout/correct_rate", "rollout/fast1", "rollout/compile_rate",
                 "rollout/format_rate", "rollout/hack_rate", "staleness/max", "queue/ready", "train/grad_norm",
                 "train/clip_fraction", "train/entropy", "throughput/tokens_per_s",
-                "rollout/verifier_s_per_call", "rollout/response_length_mean", "weight_sync/total_s"):
+                "rollout/verifier_s_per_call", "rollout/response_length_mean", "weight_sync/total_s",
+                "data/rows_too_long"):
         assert key in rows[-1], key
     samples = (tmp_path / "run" / "samples.jsonl").read_text().splitlines()
     assert samples and all("turns" in json.loads(s) for s in samples)
