@@ -1,0 +1,50 @@
+"""`drkernel demo`'s own parts: its config (cached SFT keyed by what shapes it) and its summary + plots."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from pipelines.cli import UsageError
+from pipelines.demo import CPU_NOTE, demo_config, sft_cache_dir, write_summary
+
+
+def _args(tmp_path, **kw) -> argparse.Namespace:
+    base = {"steps": None, "out": str(tmp_path / "demo"), "config": None, "sft_cache": str(tmp_path / "cache"),
+            "overrides": []}
+    return argparse.Namespace(**(base | kw))
+
+
+def test_demo_config_caches_sft_by_its_shaping_settings(tmp_path):
+    cfg = demo_config(_args(tmp_path, steps=3))
+    assert cfg.trainer.total_steps == 3 and cfg.sft.max_steps == 120 and not cfg.sft.eval.enabled
+    assert cfg.trainer.output_dir == str(tmp_path / "demo" / "train")
+    assert cfg.sft.output_dir == str(sft_cache_dir(cfg, tmp_path / "cache"))
+    wider = demo_config(_args(tmp_path, overrides=["model.hidden_size=128"]))
+    assert wider.sft.output_dir != cfg.sft.output_dir  # another model shape is another cached checkpoint
+    same = demo_config(_args(tmp_path, overrides=["rollout.max_turns=1"]))
+    assert same.sft.output_dir == cfg.sft.output_dir  # RL settings do not invalidate the warm start
+    with pytest.raises(UsageError, match="--steps"):
+        demo_config(_args(tmp_path, steps=0))
+    with pytest.raises(UsageError, match="queue.bogus"):
+        demo_config(_args(tmp_path, overrides=["queue.bogus=1"]))
+
+
+def test_summary_and_plots_from_the_run_metrics(tmp_path):
+    out = tmp_path / "demo"
+    (out / "train").mkdir(parents=True)
+    rows = [{"step": s, "rollout/reward_mean": 0.1 * s, "rollout/correct_rate": 0.2, "rollout/compile_rate": 0.5,
+             "rollout/fast1": 0.0, "staleness/max": 1.0, "staleness/mean": 0.5, "throughput/tokens_per_s": 100.0}
+            for s in (1, 2)]
+    (out / "train" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = {"steps": 2, "policy_versions": 2, "reward_mean_per_step": [0.1, 0.2], "correct_rate_per_step": [0.2, 0.2],
+               "fast1_per_step": [0.0, 0.0], "max_staleness_observed": 1, "trajectories": 32, "verifier_calls": 20,
+               "tokens_per_s": 100.0, "wall_s": 60.0, "trained_group_ids": ["a", "b"]}
+    result = write_summary(summary, out)
+    saved = json.loads((out / "summary.json").read_text())
+    assert saved == result and saved["note"] == CPU_NOTE and "trained_group_ids" not in saved
+    assert sorted(saved["plots"]) == ["correctness.png", "reward.png", "staleness.png", "throughput.png"]
+    for name in saved["plots"]:
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
