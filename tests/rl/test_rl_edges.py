@@ -258,19 +258,28 @@ def test_counters_lag_and_state_across_batches():
     ctl.accept(first[0].ticket, Group("a", 0))
     assert ctl.take_batch(1)[0] == [Group("a", 0)]
     ctl.set_version(2)
-    ctl.accept(first[1].ticket, Group("b", 0))
+    ctl.accept(first[1].ticket, Group("b", 1))
     ctl.take_batch(1)
+    waiting, running = ctl.try_admit("w"), ctl.try_admit("w")
+    ctl.accept(waiting.ticket, Group("c", 1))
     stats = ctl.stats()
-    assert (stats["consumed"], stats["batches"], stats["failed"], stats["duplicates"]) == (2, 2, 1, 1)
-    assert stats["max_lag_consumed"] == 2
+    assert stats == {
+        "enqueued": 6, "running": 1, "accepted": 3, "consumed": 2, "dropped": 0, "failed": 1, "duplicates": 1,
+        "unused": 0, "abandoned": 0, "version": 2, "batches": 2, "ready": 1, "capacity": 10 - 4, "budget": 10,
+        "oldest_version_in_flight": 1, "max_lag_consumed": 1,
+    }
+    assert running.version == 2
     state = ctl.state_dict()
-    assert state["max_lag_consumed"] == 2
+    assert state["max_lag_consumed"] == 1
+    stats["running"], stats["capacity"], stats["ready"] = 0, 7, 0  # running slots are re-issued, not restored
     restored = StalenessController(groups_per_step=2, max_staleness=2)
     restored.load_state_dict(state, [])
     assert restored.stats() == stats
     legacy = {k: v for k, v in state.items() if k not in ("max_lag_consumed", "counters")}
     restored.load_state_dict(legacy, [])  # a state saved before these fields existed
     assert restored.max_lag_consumed == 0 and set(restored.counters.values()) == {0}
+    with pytest.raises(ValueError, match="invalid queue counters"):
+        restored.load_state_dict({**state, "counters": {"bogus": 1}}, [])
 
 
 def test_setting_the_same_version_again_is_allowed():
@@ -296,3 +305,27 @@ def test_an_all_masked_batch_is_zero_in_every_aggregation(mode):
     loss, _ = policy_loss(logp, old, adv, torch.zeros_like(mask), LossConfig(loss_agg_mode=mode, kl_coef=0.1),
                           ref_log_prob=old)
     assert loss.item() == 0.0
+
+
+def test_wait_serves_exactly_when_the_laggard_still_fits():
+    """eta 2: serving a version-1 group at batch 1 leaves the running version-0 group batch 2, its last: serve."""
+    ctl = StalenessController(groups_per_step=1, max_staleness=2, on_violation="wait")
+    slow, fast = ctl.try_admit("w"), ctl.try_admit("w")
+    ctl.accept(fast.ticket, Group("fast", 0))
+    assert ctl.take_batch(1)[0] == [Group("fast", 0)]
+    ctl.set_version(1)
+    third = ctl.try_admit("w")
+    ctl.accept(third.ticket, Group("third", 1))
+    assert ctl.last_batch(0) == 2 and ctl.take_batch(1)[0] == [Group("third", 1)]
+    assert [a.ticket for a in ctl.running_admissions()] == [slow.ticket]
+
+
+def test_wait_compares_versions_not_arrival_order():
+    """eta 0, three version-0 groups: the second finished one is served although an equally old one still runs."""
+    ctl = StalenessController(groups_per_step=3, max_staleness=0, on_violation="wait")
+    a, b, c = (ctl.try_admit("w") for _ in range(3))
+    ctl.accept(b.ticket, Group("b", 0))
+    ctl.accept(c.ticket, Group("c", 0))
+    assert ctl.take_batch(1)[0] == [Group("b", 0)]
+    assert ctl.take_batch(1)[0] == [Group("c", 0)]
+    assert [x.ticket for x in ctl.running_admissions()] == [a.ticket]
