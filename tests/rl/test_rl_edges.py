@@ -271,7 +271,8 @@ def test_counters_lag_and_state_across_batches():
     assert running.version == 2
     state = ctl.state_dict()
     assert state["max_lag_consumed"] == 1
-    stats["running"], stats["capacity"], stats["ready"] = 0, 7, 0  # running slots are re-issued, not restored
+    # running slots are re-issued, not restored; nothing ready or running: the oldest in flight is the version
+    stats.update(running=0, capacity=7, ready=0, oldest_version_in_flight=2)
     restored = StalenessController(groups_per_step=2, max_staleness=2)
     restored.load_state_dict(state, [])
     assert restored.stats() == stats
