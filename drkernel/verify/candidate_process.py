@@ -23,13 +23,14 @@ from drkernel.verify.devices import env_for, make_backend
 from drkernel.verify.runner import Fault, Observer, Runner, classify, short
 from drkernel.verify.sandbox import capture_output, isolate
 
-def _coverage_fn(observer: Observer, backend: Any, model: Any) -> Callable[[list[Any]], dict[str, Any]]:
-    def measure(sets: list[Any]) -> dict[str, Any]:
+def _coverage_fn(observer: Observer, backend: Any,
+                 model: Any) -> Callable[[list[Any]], tuple[dict[str, Any], list[Any]]]:
+    def measure(sets: list[Any]) -> tuple[dict[str, Any], list[Any]]:
         from drkernel.verify import coverage
 
         if backend.name == "cpu":
-            return coverage.cpu_coverage(observer.recorder, model, sets, calls=2)
-        return coverage.device_coverage(observer.recorder, backend, model, sets, calls=3)
+            return coverage.cpu_coverage(observer.recorder, model, sets)
+        return coverage.device_coverage(observer.recorder, backend, model, sets)
     return measure
 
 

@@ -22,35 +22,42 @@ import torch
 from drkernel.verify.launches import LaunchRecorder
 
 
-def cpu_coverage(recorder: LaunchRecorder, model: Any, sets: list[Any], calls: int) -> dict[str, Any]:
+def cpu_coverage(recorder: LaunchRecorder, model: Any, sets: list[Any]) -> tuple[dict[str, Any], list[Any]]:
+    """One call per input set the judge staged for this pass (fresh, distinct sets: the pass cannot be told
+    apart from the checked calls by its inputs); the outputs go back to be compared like any call's."""
     total = kernel = 0.0
+    outputs = []
     recorder.track_foreign = True
     try:
         with torch.no_grad():
-            for _ in range(calls):
+            for inputs in sets:
                 recorder.begin()
                 t0 = time.perf_counter()
-                model(*sets[0])
+                outputs.append(model(*inputs))
                 total += time.perf_counter() - t0
                 kernel += recorder.end().candidate_seconds()
     finally:
         recorder.track_foreign = False
+    calls = max(len(sets), 1)
     fraction = min(1.0, kernel / total) if total > 0 else None
     return {"kernel_ms_per_call": kernel / calls * 1e3, "fraction": fraction, "source": "cpu_wall_net",
-            "detail": {"forward_ms_per_call": total / calls * 1e3}, "collisions": []}
+            "detail": {"forward_ms_per_call": total / calls * 1e3}, "collisions": []}, outputs
 
 
-def device_coverage(recorder: LaunchRecorder, backend: Any, model: Any, sets: list[Any], calls: int) -> dict[str, Any]:
+def device_coverage(recorder: LaunchRecorder, backend: Any, model: Any,
+                    sets: list[Any]) -> tuple[dict[str, Any], list[Any]]:
     launched: Counter[str] = Counter()
+    outputs: list[Any] = []
 
     def run() -> None:
         with torch.no_grad():
-            for _ in range(calls):
+            for inputs in sets:
                 recorder.begin()
-                model(*sets[0])
+                outputs.append(model(*inputs))
                 launched.update(x.name for x in recorder.end().candidate_launches())
 
     kernels, setup_s = backend.kernel_times(run)
+    calls = max(len(sets), 1)
     events = Counter(name for name, _ in kernels)
     collisions = sorted(n for n in launched if events[n] != launched[n])
     mine_names = {n for n in launched if events[n] == launched[n]}
@@ -59,4 +66,4 @@ def device_coverage(recorder: LaunchRecorder, backend: Any, model: Any, sets: li
     return {"kernel_ms_per_call": mine / 1e3 / calls, "fraction": (mine / total) if total > 0 else None,
             "source": backend.coverage_source, "collisions": collisions[:10],
             "detail": {"profiler_setup_s": setup_s, "profiler_kernel_ms_per_call": total / 1e3 / calls,
-                       "profiler_kernels": float(len(kernels))}}
+                       "profiler_kernels": float(len(kernels))}}, outputs

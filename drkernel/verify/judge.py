@@ -9,23 +9,25 @@ No candidate code runs here and nothing a runner sends is unpickled (drkernel.ve
   the reference's outputs or anything else of the judge's.
 - Timing: per round, fresh input sets are staged in both runners (untimed, in the order they will
   run), the last-level cache is flushed, and each runner gets "run k" (k calls, one per input set,
-  then a device-wide sync and the reply); the judge's clock times the round trip, less an empty round
+  then a device-wide sync; on CPU/NPU also the outputs encoded and their hash in the reply, so the
+  clock stops only once the outputs exist); the judge's clock times the round trip, less an empty round
   trip measured on the reference runner (the candidate cannot inflate what is subtracted). The timed
   path is the same for both: one runner loop, one per-call observer (runner.py), and nothing extra
   on this side for the candidate's "run" order. Rounds alternate which runner goes first; the median
-  per-call time is reported. Every call's output is collected and compared after the timed window.
+  per-call time is reported. Every call's output is collected and compared after the timed window
+  (CPU/NPU: the bytes collected must hash to the digest that ended the timed run).
 - Evidence from inside the candidate's process can only add hacks or lower coverage.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import math
 import os
 import statistics
 import time
-import traceback
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
@@ -41,6 +43,7 @@ MAX_CALLS_PER_ROUND = {"cpu": 2, "cuda": 64, "npu": 64}
 ROUND_BYTES = {"cpu": 256 << 20, "cuda": 4 << 30, "npu": 2 << 30}  # input+output bytes staged per round
 EMPTY_ROUND_TRIPS = 7
 REFERENCE_PAYLOAD = 16 << 30  # the reference runner is trusted; this only bounds a runaway
+COVERAGE_CALLS = {"cpu": 2, "cuda": 3, "npu": 3}  # fresh input sets the coverage pass runs, each once
 NOT_COMPILED = frozenset({"syntax", "import", "missing_model_new", "triton_compile"})
 
 
@@ -92,6 +95,9 @@ class Channel:
         self.conn, self.trusted, self.ipc = conn, trusted, ipc
         self.evidence: dict[str, Any] = {}
         self.opened: set[str] = set()
+        self.digest: str | None = None  # of the last run's outputs, as the runner reported it inside the timing
+        self.want_digest = False
+        self.calls = 0  # forwards this runner was ordered to observe (its evidence must account for them)
 
     def order(self, *message: Any, tensors: bool = False) -> None:
         """Pickled here (the judge alone writes this channel). An order that carries CUDA tensors
@@ -279,13 +285,31 @@ class Judge:
 
     # -- one call round ---------------------------------------------------------------------------------
     def run(self, ch: Channel, k: int) -> float:
-        """The timed part: k calls and the runner's device sync, as a round trip on this clock."""
+        """The timed part: k calls, the runner's device sync and (CPU, NPU) the outputs encoded and hashed,
+        as a round trip on this clock: the clock stops only once the outputs exist."""
         self.backend.flush_cache()
         self.backend.synchronize()
         t0 = time.perf_counter()
-        ch.order("run", k)
-        ch.reply("ran")
+        self.order_run(ch, k)
+        self.ran(ch)
         return time.perf_counter() - t0
+
+    def order_run(self, ch: Channel, k: int) -> None:
+        ch.want_digest = not self.ipc
+        ch.calls += k
+        ch.order("run", k, ch.want_digest)
+
+    def ran(self, ch: Channel) -> None:
+        header, _ = ch.reply("ran")
+        ch.digest = header["digest"]
+        if ch.want_digest and ch.digest is None:
+            self._harness_broken(ch, "'ran' came without the digest of the outputs")
+
+    def _harness_broken(self, ch: Channel, what: str) -> None:
+        if ch.trusted:
+            raise Infra("reference", f"reference runner: {what}")
+        raise CandidateFault("protocol", f"the candidate's process broke the run protocol: {what}",
+                             hack=("harness_tampering", "harness_integrity"))
 
     def collect(self, ch: Channel, k: int, with_inputs: bool) -> tuple[list[list[Any]], list[list[Any]] | None]:
         """Outputs of the last run (and the runner's inputs as they are now), outside any timed window."""
@@ -323,6 +347,11 @@ class Judge:
         ch.order("collect", with_inputs)
         header, payload = ch.reply("outputs", cap, precheck)
         ch.evidence = header["evidence"]
+        if ch.want_digest:
+            ch.want_digest = False
+            got = hashlib.blake2b(memoryview(payload)[:protocol.payload_size(header["calls"])], digest_size=32)
+            if got.hexdigest() != ch.digest:
+                self._harness_broken(ch, "the outputs collected are not those whose digest ended the timed run")
         calls = header["calls"] + (header["inputs"] or [])
         if header["inputs"] is not None and len(header["inputs"]) != k:
             raise CandidateFault("protocol", "inputs reported for the wrong number of calls",
@@ -344,11 +373,14 @@ class Judge:
 
     # -- rounds ---------------------------------------------------------------------------------------------
     def round(self, seeds: list[int], label: str, cand_first: bool = False, with_inputs: bool = False,
-              reuse: bool = False, timed: bool = True) -> dict[str, Any]:
+              reuse: bool = False, timed: bool = True, coverage: bool = False) -> dict[str, Any]:
         """Stage fresh sets in both runners, run both (timed), collect and compare every call. An untimed
         round (correctness, re-validation) gives both runners each order at once and then reads both
-        replies: half the waiting, and no time is taken from it."""
+        replies: half the waiting, and no time is taken from it. A `coverage` round has the candidate run
+        its coverage pass on the sets (timed alone on this clock) instead of plain calls; its outputs are
+        compared all the same."""
         k = len(seeds)
+        report: dict[str, Any] | None = None
         sets = self.make_sets(seeds)
         order = (self.cand, self.ref) if cand_first else (self.ref, self.cand)
         if timed:
@@ -360,11 +392,18 @@ class Judge:
                 self.send_stage(ch, sets, reuse=reuse and ch is self.cand)
             for ch in order:
                 ch.reply("staged")
-            for ch in order:
-                ch.order("run", k)
-            for ch in order:
-                ch.reply("ran")
+            runs = [ch for ch in order if not (coverage and ch is self.cand)]
+            for ch in runs:
+                self.order_run(ch, k)
+            for ch in runs:
+                self.ran(ch)
             times = {id(ch): math.nan for ch in order}
+            if coverage:  # alone, so that its round trip on this clock is the candidate's pass only
+                self.cand.want_digest = False
+                t0 = time.perf_counter()
+                self.cand.order("coverage", k)
+                report, _ = self.cand.reply("coverage")
+                times[id(self.cand)] = time.perf_counter() - t0
         ref_out, ref_in = self.collect(self.ref, k, with_inputs)
         if self.ref_specs is None:
             self.ref_specs = _specs(ref_out[0])
@@ -394,7 +433,7 @@ class Judge:
                 if tensors.identical(pristine[j], ref_after[j]) and not tensors.identical(pristine[j], cand_in[j]):
                     mutated = True
         return {"label": label, "ref_s": times[id(self.ref)], "cand_s": times[id(self.cand)], "k": k,
-                "records": records, "mutated": mutated}
+                "records": records, "mutated": mutated, "coverage": report}
 
     # -- phases -------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -469,7 +508,8 @@ class Judge:
             self.v.check("correctness_scale", scale, f"relative L2 error <= {rtol:g}; worst {rel:.3g}")
 
     def absorb(self, evidence: dict[str, Any]) -> None:
-        """In-process evidence of the candidate: it can only add hacks."""
+        """In-process evidence of the candidate: it can only add hacks. The judge knows how many calls it
+        ordered: a report of no decoy call with fewer launches than calls was not written by the harness."""
         if not evidence:
             return
         found = [
@@ -485,6 +525,10 @@ class Judge:
         if self.device != "cpu":
             found.append(("side_stream", "launch_streams", evidence["stream_mismatch"],
                           "candidate kernels launched off the harness stream"))
+        if self.spec["require_triton"] and not evidence["decoy_calls"] and evidence["launches"] < self.cand.calls:
+            found.append(("harness_tampering", "harness_integrity", [
+                f"{evidence['launches']} launches reported for {self.cand.calls} calls, none without a launch"],
+                "evidence that contradicts itself"))
         for hack, check, items, what in found:
             if items and not self.v.failed(check):
                 self.v.hack(hack, check, f"{what}: {', '.join(items[:5])}")
@@ -569,10 +613,15 @@ class Judge:
                                                      "after timing: first_seed_again, same_storage_new_values")
 
     def coverage(self) -> None:
+        """The candidate's coverage pass on fresh input sets staged for it, outputs compared like every call.
+        Its report comes from the candidate's process, so it may only lower the reward: on CPU the kernel
+        time it claims is capped by the pass's round trip on this clock; on accelerators a claim above the
+        judge's timing of the calls voids it."""
         self.enter("coverage")
         t0 = time.perf_counter()
-        self.cand.order("coverage")
-        h, _ = self.cand.reply("coverage")
+        n = COVERAGE_CALLS[self.device]
+        r = self.checked(self.round([fresh_seed() for _ in range(n)], "coverage pass", timed=False, coverage=True))
+        h, pass_s = r["coverage"], r["cand_s"]
         fraction, kernel_ms = h["fraction"], h["kernel_ms_per_call"]
         self.v.phase_s["coverage"] = time.perf_counter() - t0
         self.v.details["coverage_source"] = h["source"]
@@ -580,6 +629,14 @@ class Judge:
         if h["collisions"]:
             self.v.details["coverage_name_collisions"] = h["collisions"]
         coverage = fraction
+        if self.device == "cpu" and fraction is not None:
+            trusted = min(1.0, (kernel_ms or 0.0) * n / max(pass_s * 1e3, 1e-9))
+            self.v.details["coverage_pass_ms_judge"] = round(pass_s * 1e3, 6)
+            if trusted < fraction:
+                coverage = trusted
+            self.v.check("coverage_crosscheck", True, (
+                f"claimed kernel time {kernel_ms * n:.4g} ms of a pass the judge timed at {pass_s * 1e3:.4g} ms: "
+                f"coverage at most {trusted:.4g}"))
         if self.device != "cpu" and self.v.cand_ms is not None and kernel_ms is not None:
             self.v.details["coverage_kernel_ms_per_call"] = round(kernel_ms, 6)
             if kernel_ms > 1.5 * self.v.cand_ms + 0.05:
@@ -591,7 +648,7 @@ class Judge:
                 self.v.check("coverage_crosscheck", True, "claimed kernel time fits in the judge's timing")
         self.v.coverage = coverage
         self.v.check("coverage", True, f"{coverage if coverage is None else round(coverage, 4)} of the time in the "
-                                       f"candidate's own Triton kernels ({h['source']})")
+                                       f"candidate's own Triton kernels ({h['source']}, {n} fresh checked calls)")
 
     def evaluate(self) -> None:
         self.start()
@@ -660,8 +717,10 @@ def main(spec: dict[str, Any], caller: Any, ref_conn: Any, cand_conn: Any) -> No
     except Infra as e:
         _send(caller, {"type": "infra", "kind": e.kind, "message": e.message})
     except Exception as e:
+        # One line, kind and short message: a traceback would hand the caller (and its logs) server paths.
+        text = " ".join(str(e).split())
         _send(caller, {"type": "infra", "kind": "infra",
-                       "message": f"judge failed: {type(e).__name__}: {e}\n{traceback.format_exc()[-3000:]}"})
+                       "message": f"judge failed: {type(e).__name__}: {text[:200]}"})
 
 
 def _send(conn: Any, message: dict[str, Any]) -> None:

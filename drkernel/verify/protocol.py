@@ -193,7 +193,7 @@ SCHEMAS: dict[str, dict[str, Callable[[Any], Any]]] = {
     "loaded": {"load_s": _number(), "kernels": _texts, "launch_hook": _text(200), "aliased": _flag},
     "fault": {"kind": _fault_kind, "message": _text(), "detail": _text(), "phase": _text(100)},
     "staged": {},
-    "ran": {},
+    "ran": {"digest": _optional(_text(64))},  # CPU/NPU: blake2b of the outputs' bytes, checked on collect
     "outputs": {"calls": _calls, "inputs": _optional(_calls), "evidence": _evidence},
     "filled": {},
     "coverage": {"kernel_ms_per_call": _optional(_number(0, 1e9)), "fraction": _optional(_number(0, 1)),

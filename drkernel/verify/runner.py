@@ -10,6 +10,7 @@ here measures time. Replies follow drkernel.verify.protocol; orders from the jud
 
 from __future__ import annotations
 
+import hashlib
 import os
 import traceback
 from collections.abc import Callable
@@ -196,12 +197,13 @@ class Runner:
 
     def __init__(self, conn: Any, backend: Backend, model: Any, observe: Callable[[str, Callable[[], Any], list[Any]], Any],
                  evidence: Callable[[], dict[str, Any]] | None = None,
-                 coverage: Callable[[list[Any]], dict[str, Any]] | None = None) -> None:
+                 coverage: Callable[[list[Any]], tuple[dict[str, Any], list[Any]]] | None = None) -> None:
         self.conn, self.backend, self.model = conn, backend, model
         self.observe, self.evidence, self.coverage = observe, evidence, coverage
         self.ipc = backend.name == "cuda"
         self.staged: list[list[Any]] = []
         self.outputs: list[list[Any]] = []
+        self.encoded: tuple[list[list[dict[str, Any]]], list[bytes]] | None = None  # outputs as sent, if done
         self.calls = 0
 
     def reply(self, header: dict[str, Any], payload: bytes | None = None) -> None:
@@ -231,7 +233,7 @@ class Runner:
     def _stage(self, sets: list[Any] | None, reuse: bool) -> None:
         """New input sets (CUDA: tensors the judge owns, through IPC; else raw bytes). With `reuse`, the
         new values go into the storage of the sets staged before (a cache keyed on data_ptr replays)."""
-        self.outputs = []
+        self.outputs, self.encoded = [], None
         if sets is not None:
             fresh = [self._materialise(s) for s in sets]
             if reuse:
@@ -251,9 +253,13 @@ class Runner:
         values, _ = protocol.decode_values(specs, payload)
         return [v.to(self.backend.device) if isinstance(v, torch.Tensor) else v for v in values]
 
-    def _run(self, k: int) -> None:
-        """k forwards on the first k staged sets, a device-wide sync, then the reply: the judge's timer."""
+    def _run(self, k: int, digest: bool = False) -> None:
+        """k forwards on the first k staged sets, a device-wide sync, then the reply: the judge's timer.
+        With `digest` (CPU, NPU) the outputs are checked and encoded as "collect" will send them, and the
+        reply carries a hash of those bytes: the judge's clock stops only once the outputs exist, so work
+        moved from here into "collect" cannot hide (the judge rehashes what it collects)."""
         outputs = []
+        self.encoded = None
         with torch.no_grad():
             for i in range(k):
                 inputs = self.staged[i]
@@ -264,7 +270,23 @@ class Runner:
         except Exception as e:  # an asynchronous device fault of the calls above
             raise Fault("runtime", short(e), traceback.format_exc()[-4000:]) from e
         self.outputs = outputs
-        self.reply({"type": "ran"})
+        header: dict[str, Any] = {"type": "ran", "digest": None}
+        if digest:
+            self.encoded = self._encode(self._checked())
+            h = hashlib.blake2b(digest_size=32)
+            for chunk in self.encoded[1]:
+                h.update(chunk)
+            header["digest"] = h.hexdigest()
+        self.reply(header)
+
+    @staticmethod
+    def _encode(calls: list[list[Any]]) -> tuple[list[list[dict[str, Any]]], list[bytes]]:
+        specs, chunks = [], []
+        for values in calls:
+            s, data = protocol.encode_values([v.to("cpu") if isinstance(v, torch.Tensor) else v for v in values])
+            specs.append(s)
+            chunks.append(data)
+        return specs, chunks
 
     def _evidence(self) -> dict[str, Any]:
         """Gathered after the timed window (the tamper and process checks cost milliseconds)."""
@@ -274,21 +296,15 @@ class Runner:
         return [plain_outputs(out, self.backend.name) for out in self.outputs]
 
     def _collect(self, with_inputs: bool) -> None:
-        """Raw bytes of every output of the last run (CPU, NPU), and of the inputs as they are now."""
-        calls = self._checked()
-        specs, chunks = [], []
-        for values in calls:
-            s, data = protocol.encode_values([v.to("cpu") if isinstance(v, torch.Tensor) else v for v in values])
-            specs.append(s)
-            chunks.append(data)
+        """Raw bytes of every output of the last run (CPU, NPU; encoded already when the run was digested),
+        and of the inputs as they are now."""
+        specs, chunks = self.encoded if self.encoded is not None else self._encode(self._checked())
+        chunks = list(chunks)
         inputs = None
         if with_inputs:
-            inputs = []
-            for values in self.staged[:len(calls)]:
-                s, data = protocol.encode_values([v.to("cpu") if isinstance(v, torch.Tensor) else v for v in values])
-                inputs.append(s)
-                chunks.append(data)
-        self.outputs = []
+            inputs, data = self._encode(self.staged[:len(specs)])
+            chunks += data
+        self.outputs, self.encoded = [], None
         self.reply({"type": "outputs", "calls": specs, "inputs": inputs, "evidence": self._evidence()},
                    b"".join(chunks))
 
@@ -318,7 +334,11 @@ class Runner:
         self.backend.release_memory()
         self.reply({"type": "staged"})
 
-    def _coverage(self) -> None:
+    def _coverage(self, k: int) -> None:
+        """The coverage pass over the k input sets the judge staged for it (each once, like any round);
+        its outputs are collected and compared like every other call's."""
         if self.coverage is None:
             raise Fault("runtime", "this runner does not measure coverage")
-        self.reply({"type": "coverage", **self.coverage(self.staged[:1])})
+        report, outputs = self.coverage(self.staged[:k])
+        self.outputs, self.encoded = outputs, None
+        self.reply({"type": "coverage", **report})

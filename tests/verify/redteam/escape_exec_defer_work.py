@@ -1,6 +1,7 @@
 """Red team: the gate lets `torch.builtins` through, so `torch.builtins.exec` runs any code in the candidate's
 process. That code rewrites the harness's own Runner there: "run k" replies at once and the work moves to
-"collect" (outside the judge's timed window), and the coverage order answers 1.0. The model is plain PyTorch;
+"collect" (outside the judge's timed window, until "ran" had to carry a digest of the outputs), and the
+coverage order answers 1.0. The model is plain PyTorch;
 the Triton kernel below is never launched."""
 
 import torch
@@ -14,10 +15,10 @@ import torch
 R = sys.modules["drkernel.verify.runner"].Runner
 _orig_checked = R._checked
 
-def _run(self, k):
+def _run(self, k, *args):
     self._deferred = k
-    self.outputs = []
-    self.reply({"type": "ran"})
+    self.outputs, self.encoded = [], None
+    self.reply({"type": "ran", "digest": "0" * 64})  # it cannot know the digest of outputs it has not made
 
 def _checked(self):
     k = getattr(self, "_deferred", 0)
@@ -27,7 +28,7 @@ def _checked(self):
         self._deferred = 0
     return _orig_checked(self)
 
-def _coverage(self):
+def _coverage(self, *args):
     self.reply({"type": "coverage", "kernel_ms_per_call": 0.001, "fraction": 1.0, "source": "cpu_wall_net",
                 "detail": {"forward_ms_per_call": 0.001}, "collisions": []})
 

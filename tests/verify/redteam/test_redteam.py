@@ -73,8 +73,6 @@ def test_typing_sys_patch_earns_nothing(verifier) -> None:
 # The same candidates with the static gate skipped: the runtime layers alone must hold ("nothing the
 # candidate's process says is believed"), but "ran" is believed to mean the work is done, and coverage and
 # evidence come from harness objects the candidate's code can replace in its own process.
-@pytest.mark.xfail(strict=True, reason="runtime layers: the judge's timer stops at 'ran'; work deferred to "
-                                       "'collect' and forged coverage/evidence are believed")
 @pytest.mark.parametrize("name,reference", [("escape_exec_defer_work.py", VECTOR_ADD_REF),
                                             ("escape_typing_sys_patch.py", MATMUL_REF)])
 def test_runtime_layers_catch_harness_rewrite(verifier, name: str, reference: str) -> None:
@@ -94,8 +92,6 @@ def test_malformed_frame_is_a_verdict_not_infra(verifier) -> None:
     assert r.status == "ok" and r.reward == 0.0 and r.error is not None and r.error.kind == "protocol", r.error
 
 
-@pytest.mark.xfail(strict=True, reason="CPU coverage is measured in a separate pass (same inputs twice, outputs "
-                                       "unchecked) that the candidate can tell apart")
 def test_coverage_pass_cannot_be_told_apart(verifier) -> None:
     r = verifier.verify(MATMUL_REF, _src("coverage_pass_switch.py"), OPTIONS)
     assert r.status == "ok" and r.correct, r.error
