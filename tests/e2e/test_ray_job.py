@@ -82,8 +82,14 @@ def two_node_cluster(tmp_path_factory):
 
 
 def _submit(cluster: dict, args: list[str]) -> str:
-    out = _ray("job", "submit", "--address", cluster["address"], "--working-dir", ".", "--runtime-env",
-               "runtime_env.yaml", "--no-wait", "--", "python", "-m", "pipelines.train", *args, env=cluster["env"])
+    deadline = time.monotonic() + 120
+    while True:  # a fresh head answers "No available agent to submit job" until its dashboard agent is up
+        out = _ray("job", "submit", "--address", cluster["address"], "--working-dir", ".", "--runtime-env",
+                   "runtime_env.yaml", "--no-wait", "--", "python", "-m", "pipelines.train", *args,
+                   env=cluster["env"])
+        if "No available agent" not in out.stderr + out.stdout or time.monotonic() > deadline:
+            break
+        time.sleep(3)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     found = re.search(r"raysubmit_\w+", out.stdout + out.stderr)
     assert found, out.stdout

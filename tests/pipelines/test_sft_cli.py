@@ -27,9 +27,9 @@ def _write(tmp_path: Path, data: dict) -> Path:
 
 def test_shipped_demo_config_is_valid():
     from drkernel.config.base import load_config
-    from drkernel.config.demo import DemoConfig
+    from drkernel.config.train import TrainConfig
 
-    cfg = load_config(DemoConfig, ROOT / "configs" / "demo_cpu.yaml", ["sft.epochs=3"])
+    cfg = load_config(TrainConfig, ROOT / "configs" / "demo_cpu.yaml", ["sft.epochs=3"])
     assert cfg.sft.epochs == 3 and cfg.sft.base_model is None and cfg.model.num_layers >= 1
 
 
