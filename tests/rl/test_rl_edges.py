@@ -330,3 +330,14 @@ def test_wait_compares_versions_not_arrival_order():
     assert ctl.take_batch(1)[0] == [Group("b", 0)]
     assert ctl.take_batch(1)[0] == [Group("c", 0)]
     assert [x.ticket for x in ctl.running_admissions()] == [a.ticket]
+
+
+def test_lag_is_version_minus_the_groups_own_min_version():
+    ctl = StalenessController(groups_per_step=1, max_staleness=5)
+    first, second = ctl.try_admit("w"), ctl.try_admit("w")
+    ctl.accept(first.ticket, Group("a", 0))
+    ctl.take_batch(1)
+    ctl.set_version(4)
+    ctl.accept(second.ticket, Group("b", 3))  # arrival 1, min_version 3
+    ctl.take_batch(1)
+    assert ctl.max_lag_consumed == 1
