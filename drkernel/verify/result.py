@@ -24,6 +24,36 @@ ErrorKind = Literal[
     "infra",  # the verifier failed (infra)
 ]
 
+HackName = Literal[
+    "forbidden_api",  # the static gate found an escape or tampering attempt in the source
+    "harness_tampering",  # harness callables replaced, a malformed message, or evidence that contradicts itself
+    "result_caching",  # an output went wrong after correctness passed: it behaves only when watched
+    "input_mutation",  # forward changed its inputs
+    "output_aliases_input",  # an output shares storage with an input (and the reference's does not)
+    "side_process",  # processes started by the candidate outlived its forward
+    "decoy_kernel",  # forwards with no launch of the candidate's own Triton kernels
+    "side_stream",  # candidate kernels launched off the harness stream
+]
+
+CheckName = Literal[
+    "static_gate",  # AST gate over the source
+    "load",  # import and construction
+    "correctness",  # every correctness trial passed
+    "correctness_elementwise",  # KernelBench allclose(atol, rtol)
+    "correctness_scale",  # relative L2 error (strict mode)
+    "input_mutation",  # inputs unchanged by forward
+    "protocol",  # every message from the candidate's process was well formed
+    "output_aliasing",  # no output shares storage with an input
+    "harness_integrity",  # harness callables intact, evidence consistent
+    "side_processes",  # no process outlived a forward
+    "triton_launches",  # every forward launched the candidate's own Triton kernels
+    "launch_streams",  # kernels ran on the harness stream (accelerators)
+    "timing",  # timed rounds completed
+    "every_call_checked",  # every call's output compared, timed and re-validation calls included
+    "coverage_crosscheck",  # the claimed kernel time fits the judge's own timing
+    "coverage",  # coverage measured
+]
+
 
 class ErrorInfo(BaseModel):
     """Why a candidate did not pass (or why the verifier could not decide)."""
@@ -35,7 +65,7 @@ class ErrorInfo(BaseModel):
 class CheckRecord(BaseModel):
     """One named check and what it found."""
 
-    name: str
+    name: CheckName
     passed: bool
     detail: str = ""
 
@@ -46,7 +76,7 @@ class VerifyResult(BaseModel):
     status: Literal["ok", "infra_error"] = "ok"
     compiled: bool = False
     correct: bool = False
-    hack: str | None = Field(None, description="null, or the name of the reward-hack category caught")
+    hack: HackName | None = Field(None, description="null, or the name of the reward-hack category caught")
     runtime_ms: float | None = None
     ref_runtime_ms: float | None = None
     speedup: float | None = None
@@ -58,3 +88,10 @@ class VerifyResult(BaseModel):
     checks: list[CheckRecord] = Field(default_factory=list)
     details: dict[str, Any] = Field(default_factory=dict)
     elapsed_s: float = 0.0
+
+    @classmethod
+    def infra(cls, kind: ErrorKind, message: str, device: str, elapsed_s: float = 0.0,
+              details: dict[str, Any] | None = None) -> VerifyResult:
+        """No verdict (the verifier, the reference or the service failed): masked by the trainer, never a reward."""
+        return cls(status="infra_error", error=ErrorInfo(kind=kind, message=message), device=device,
+                   details=details or {}, elapsed_s=elapsed_s)

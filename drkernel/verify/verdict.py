@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from drkernel.rl.rewards import RewardConfig, kernel_reward
-from drkernel.verify.result import CheckRecord, ErrorInfo, VerifyResult
+from drkernel.verify.result import CheckName, CheckRecord, ErrorInfo, HackName, VerifyResult
 
 TIMING_SOURCE = {"cpu": "cpu_wall_roundtrip", "cuda": "host_roundtrip_cuda", "npu": "host_roundtrip_npu"}
 
@@ -20,7 +20,7 @@ class Verdict:
     loaded: bool = False
     correct: bool = False
     error: dict[str, str] | None = None
-    hacks: list[str] = field(default_factory=list)
+    hacks: list[HackName] = field(default_factory=list)
     checks: list[dict[str, Any]] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     cand_ms: float | None = None
@@ -28,10 +28,10 @@ class Verdict:
     coverage: float | None = None
     phase_s: dict[str, float] = field(default_factory=dict)
 
-    def check(self, name: str, passed: bool, detail: str = "") -> None:
+    def check(self, name: CheckName, passed: bool, detail: str = "") -> None:
         self.checks.append({"name": name, "passed": passed, "detail": detail})
 
-    def hack(self, name: str, check: str, detail: str, first: bool = False) -> None:
+    def hack(self, name: HackName, check: CheckName, detail: str, first: bool = False) -> None:
         """Record a hack; `first` when it names the cause better than evidence recorded before it
         (a replayed output also skips its launches: caching, not decoy)."""
         if name in self.hacks:
@@ -43,7 +43,7 @@ class Verdict:
         if self.error is None:
             self.error = {"kind": kind, "message": message}
 
-    def failed(self, check: str) -> bool:
+    def failed(self, check: CheckName) -> bool:
         return any(c["name"] == check and not c["passed"] for c in self.checks)
 
     def as_json(self) -> dict[str, Any]:

@@ -52,7 +52,7 @@ def mismatch_result(message_lines=1000):
             kind="output_mismatch", message="Traceback\n" + "  frame\n" * message_lines + "AssertionError: boom"
         ),
         checks=[
-            CheckRecord(name="compile", passed=True),
+            CheckRecord(name="load", passed=True),
             CheckRecord(name="correctness", passed=False, detail="seed 1: max abs diff 0.31 at index (2, 5)"),
         ],
         details={"profile": "x" * 100_000},
@@ -90,8 +90,8 @@ def test_feedback_keeps_the_traceback_tail_and_the_mismatch_when_room_allows():
 def test_feedback_from_a_dict_infra_and_hack():
     infra = feedback_message({"status": "infra_error", "error": {"kind": "infra", "message": "worker lost"}})
     assert "could not evaluate" in infra["content"] and "worker lost" in infra["content"]
-    hack = feedback_message({"compiled": True, "correct": True, "hack": "no_kernel_launch"}, entry_point="Net")
-    assert "status: not accepted" in hack["content"] and "hack: no_kernel_launch" in hack["content"]
+    hack = feedback_message({"compiled": True, "correct": True, "hack": "decoy_kernel"}, entry_point="Net")
+    assert "status: not accepted" in hack["content"] and "hack: decoy_kernel" in hack["content"]
     assert "`NetNew`" in hack["content"]
     with pytest.raises(ValueError, match="too small"):
         feedback_message({"compiled": True}, budget_chars=50)

@@ -152,7 +152,7 @@ def test_end_on_correct(row, tokenizer):
     traj = _run(row, engine, verifier, tokenizer, rollout_cfg(max_turns=3, end_on_correct=True))
     assert traj.end_reason == "correct_and_done" and len(traj.turns) == 2
     hacked = ScriptedEngine(tokenizer, [Reply(fenced(CODE_A)), Reply(fenced(CODE_B))])
-    traj = _run(row, hacked, ScriptedVerifier([ok(True, hack="output_copy"), ok(True)]), tokenizer,
+    traj = _run(row, hacked, ScriptedVerifier([ok(True, hack="result_caching"), ok(True)]), tokenizer,
                 rollout_cfg(end_on_correct=True))
     assert traj.end_reason == "correct_and_done" and len(traj.turns) == 2  # a hack is not "correct"
 

@@ -50,7 +50,7 @@ def test_request_schema_rejects_unknown_fields_and_sets_entry_point():
 
 def test_verdict_labels():
     assert verdict_of(VerifyResult(correct=True, compiled=True)) == "correct"
-    assert verdict_of(VerifyResult(correct=True, hack="no_launch")) == "hack"
+    assert verdict_of(VerifyResult(correct=True, hack="decoy_kernel")) == "hack"
     assert verdict_of(VerifyResult(status="infra_error")) == "infra_error"
     assert verdict_of(VerifyResult(error=ErrorInfo(kind="timeout", message="t"))) == "timeout"
     assert verdict_of(VerifyResult()) == "incorrect"
