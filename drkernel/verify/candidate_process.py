@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +21,7 @@ from drkernel.verify import problem, protocol
 from drkernel.verify.devices import env_for, make_backend
 from drkernel.verify.runner import Fault, Observer, Runner, classify, short
 from drkernel.verify.sandbox import capture_output, isolate
+
 
 def _coverage_fn(observer: Observer, backend: Any,
                  model: Any) -> Callable[[list[Any]], tuple[dict[str, Any], list[Any]]]:
@@ -92,10 +92,10 @@ def _load(spec: dict[str, Any], observer: Observer, backend: Any, ref_module: An
     except SyntaxError as e:
         raise Fault("syntax", short(e)) from e
     except ImportError as e:
-        raise Fault("import", short(e), traceback.format_exc()[-4000:]) from e
+        raise Fault("import", short(e), protocol.traceback_tail()) from e
     except Exception as e:
         kind = "triton_compile" if classify(e, path, set()) == "triton_compile" else "import"
-        raise Fault(kind, short(e), traceback.format_exc()[-4000:]) from e
+        raise Fault(kind, short(e), protocol.traceback_tail()) from e
     observer.kernel_names |= set(observer.recorder.note_module(module))
     entry = spec["entry_point"]
     cls = getattr(module, entry + "New", None)
@@ -107,5 +107,5 @@ def _load(spec: dict[str, Any], observer: Observer, backend: Any, ref_module: An
     try:
         model = problem.build_model(cls, init_args, init_kwargs, backend)
     except Exception as e:
-        raise Fault("init", short(e), traceback.format_exc()[-4000:]) from e
+        raise Fault("init", short(e), protocol.traceback_tail()) from e
     return model, aliased, time.perf_counter() - t0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,12 @@ ITEMSIZE = {
 
 class ProtocolError(ValueError):
     """A frame that breaks the schema: the sender is not the harness we wrote, or was tampered with."""
+
+
+def traceback_tail(limit: int = MAX_TEXT) -> str:
+    """The end of the traceback being handled (its last frames say where it failed), cut to what one text
+    field of a message holds."""
+    return traceback.format_exc()[-limit:]
 
 
 def _show(v: Any, limit: int = 120) -> str:
