@@ -172,8 +172,8 @@ class TrainJob:
         self._apps.append(name)
 
     def _deploy_verifier(self) -> Any:
+        from drkernel.config.serve import VerifierServeConfig
         from serve_apps.verifier import VerifierReplica
-        from serve_apps.verifier_config import VerifierServeConfig
 
         vc = self.cfg.verifier
         serve_cfg = VerifierServeConfig.model_validate({
@@ -206,8 +206,9 @@ class TrainJob:
         serve.start(http_options={"host": cfg.policy.http_host, "port": cfg.policy.http_port})
         log.info("ray %s; model %s; prompts %s", ray.get_runtime_context().gcs_address, model_path, self.prompts)
 
-        from serve_apps.policy import build_policy_app, policy_handle
         from transformers import AutoTokenizer
+
+        from serve_apps.policy import build_policy_app, policy_handle
 
         verifier = self._deploy_verifier()
         self._deploy(cfg.policy.app_name, build_policy_app(cfg.policy, model_path), cfg.policy.route_prefix)

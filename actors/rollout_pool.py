@@ -19,8 +19,8 @@ import ray
 
 from actors.rollout_worker import EpisodeFn, RolloutWorker
 from drkernel.config.train import RolloutConfig
+from drkernel.config.verifier import VerifyOptions
 from drkernel.rl.rewards import RewardConfig
-from drkernel.verify.options import VerifyOptions
 
 log = logging.getLogger(__name__)
 

@@ -24,10 +24,10 @@ from typing import Any, Protocol
 import ray
 
 from drkernel.config.train import RolloutConfig
+from drkernel.config.verifier import VerifyOptions
 from drkernel.rl.rewards import RewardConfig
 from drkernel.rollout.group import FinishedGroup, PromptGroup
 from drkernel.rollout.types import GenerateOutput, SamplingParams, Trajectory
-from drkernel.verify.options import VerifyOptions
 from drkernel.verify.result import VerifyResult
 
 log = logging.getLogger(__name__)

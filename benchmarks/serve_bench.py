@@ -27,10 +27,9 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from drkernel.config.verifier import VerifyOptions  # noqa: E402
 from drkernel.tasks.loader import load_tasks  # noqa: E402
 from drkernel.verify.engine import Verifier  # noqa: E402
-from drkernel.verify.options import VerifyOptions  # noqa: E402
-
 
 Pairs = list[tuple[str, str]]
 

@@ -141,7 +141,7 @@ def _validated(app_args: dict[str, Any]) -> Any:
     """VerifierServeConfig of `app_args`, or a one-line usage error naming each bad field."""
     from pydantic import ValidationError
 
-    from serve_apps.verifier_config import VerifierServeConfig
+    from drkernel.config.serve import VerifierServeConfig
 
     try:
         return VerifierServeConfig.model_validate(app_args)

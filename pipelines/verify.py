@@ -51,7 +51,7 @@ def _read(path: str, what: str) -> str:
 def _options(args: argparse.Namespace) -> Any:
     from pydantic import ValidationError
 
-    from drkernel.verify.options import VerifyOptions
+    from drkernel.config.verifier import VerifyOptions
 
     fields: dict[str, Any] = {"device": args.device}
     for flag, key in (("entry_point", "entry_point"), ("atol", "atol"), ("rtol", "rtol"),

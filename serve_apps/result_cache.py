@@ -16,7 +16,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
-from drkernel.verify.options import VerifyOptions
+from drkernel.config.verifier import VerifyOptions
 from drkernel.verify.result import VerifyResult
 
 

@@ -31,12 +31,12 @@ from typing import Any
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
+from drkernel.config.serve import VerifierServeConfig
+from drkernel.config.verifier import VerifyOptions
 from drkernel.rl.rewards import RewardConfig, score
 from drkernel.verify.engine import Verifier
-from drkernel.verify.options import VerifyOptions
-from drkernel.verify.result import ErrorInfo, VerifyResult
+from drkernel.verify.result import VerifyResult
 from serve_apps.result_cache import ResultCache, content_key
-from serve_apps.verifier_config import VerifierServeConfig
 from serve_apps.verifier_metrics import VerifierMetrics
 
 APP_NAME = "verifier"
@@ -53,8 +53,9 @@ def verifier_handle(app_name: str = APP_NAME) -> DeploymentHandle:
 def resolve_options(options: VerifyOptions | dict[str, Any] | None, device: str) -> VerifyOptions:
     """The options a replica of `device` runs: `auto` becomes its device; another device is an error."""
     opts = options if isinstance(options, VerifyOptions) else VerifyOptions.model_validate(options or {})
-    if opts.device not in ("auto", device):
-        raise ValueError(f"options.device={opts.device!r}, but this verifier's replicas own {device!r} devices")
+    refusal = opts.device_refusal(device)
+    if refusal:
+        raise ValueError(refusal)
     return opts.model_copy(update={"device": device})
 
 
@@ -130,11 +131,7 @@ class VerifierReplica:
             raise
         except Exception as e:  # the core reports candidate faults itself; this is the verifier failing
             logger.exception("verifier core raised")
-            return VerifyResult(
-                status="infra_error",
-                device=self.config.device,
-                error=ErrorInfo(kind="infra", message=f"verifier core raised {type(e).__name__}: {e}"),
-            )
+            return VerifyResult.infra("infra", f"verifier core raised {type(e).__name__}: {e}", self.config.device)
 
     def _release(self, _: object) -> None:
         self._running -= 1

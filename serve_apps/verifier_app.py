@@ -12,8 +12,8 @@ from typing import Any
 from pydantic import ValidationError
 from ray.serve import Application
 
+from drkernel.config.serve import VerifierServeConfig
 from serve_apps.verifier import VerifierReplica
-from serve_apps.verifier_config import VerifierServeConfig
 from serve_apps.verifier_http import VerifierIngress
 
 

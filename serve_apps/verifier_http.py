@@ -25,12 +25,12 @@ from ray.exceptions import RayActorError
 from ray.serve.exceptions import BackPressureError
 from ray.serve.handle import DeploymentHandle
 
+from drkernel.config.serve import VerifierServeConfig
 from drkernel.rl.rewards import score
 from drkernel.verify.result import ErrorInfo, VerifyResult
 from serve_apps.auth import BearerAuth, tokens_from_env
 from serve_apps.http_guard import BodyGuard, route_label, safe_errors
 from serve_apps.reference_check import one_line, reference_problem
-from serve_apps.verifier_config import VerifierServeConfig
 from serve_apps.verifier_metrics import VerifierMetrics
 from serve_apps.verifier_schemas import BatchRequest, BatchResponse, Health, Stats, VerifyRequest
 from serve_apps.verifier_stats import VerifierStats
@@ -162,9 +162,9 @@ class VerifierIngress:
                 if len(getattr(item, field)) > self.config.max_code_chars:
                     errors.append({"loc": [*where, field], "type": "string_too_long",
                                    "msg": f"longer than {self.config.max_code_chars} characters"})
-            if item.options.device not in ("auto", self.config.device):
-                errors.append({"loc": [*where, "options", "device"], "type": "literal_error",
-                               "msg": f"this verifier runs on {self.config.device!r}; use 'auto' or that"})
+            refusal = item.options.device_refusal(self.config.device)
+            if refusal:
+                errors.append({"loc": [*where, "options", "device"], "type": "literal_error", "msg": refusal})
             if not errors:
                 problem = reference_problem(item.reference_code, item.entry_point)
                 if problem is not None:
@@ -193,7 +193,7 @@ class VerifierIngress:
             message = f"no result within the deadline of {self.config.deadline_s} s"
             if not in_batch:
                 raise _Refused(504, message) from None
-            result, hit = _infra_result(message, self.config.device), False
+            result, hit = VerifyResult.infra("infra", message, self.config.device), False
         if result.status == "infra_error" and result.error is not None and result.error.kind == "reference":
             result = result.model_copy(update={"error": ErrorInfo(kind="reference", message=one_line(
                 result.error.message)), "details": {}})
@@ -231,7 +231,7 @@ class VerifierIngress:
                     message = f"verifier replica died {deaths} times for this request: {type(e).__name__}"
                     if not in_batch:
                         raise _Refused(503, message, self.config.retry_after_s) from None
-                    return _infra_result(message, self.config.device), False
+                    return VerifyResult.infra("infra", message, self.config.device), False
                 await asyncio.sleep(min(0.2 * deaths, max(deadline - time.monotonic(), 0)))
             except BackPressureError as e:
                 retry_after = e.retry_after_s if e.retry_after_s is not None else self.config.retry_after_s
@@ -288,8 +288,3 @@ class _Admission:
 
 async def _await(response: Any) -> Any:
     return await response
-
-
-def _infra_result(message: str, device: str) -> VerifyResult:
-    """A batch item the ingress could not get a verdict for: masked by the trainer, never a reward."""
-    return VerifyResult(status="infra_error", device=device, error=ErrorInfo(kind="infra", message=message))

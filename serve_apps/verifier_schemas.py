@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from drkernel.config.base import StrictModel
+from drkernel.config.verifier import VerifyOptions
 from drkernel.rl.rewards import RewardConfig
-from drkernel.verify.options import VerifyOptions
 from drkernel.verify.result import VerifyResult
 
 

@@ -12,10 +12,10 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from drkernel.config.algorithm import AlgorithmConfig
 from drkernel.config.base import StrictModel
-from drkernel.config.demo import DemoConfig
-from drkernel.rl.config import AlgorithmConfig
-from drkernel.verify.options import DeviceName, VerifyOptions
+from drkernel.config.sft import DemoConfig
+from drkernel.config.verifier import DeviceName, VerifyOptions
 
 
 class PromptDataConfig(StrictModel):

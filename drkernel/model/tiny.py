@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedTokenizerBase, Qwen3Config, Qwen3ForCausalLM
 
-from drkernel.config.demo import TinyModelConfig, TokenizerConfig
+from drkernel.config.sft import TinyModelConfig, TokenizerConfig
 from drkernel.model.tokenizer import build_tokenizer
 
 

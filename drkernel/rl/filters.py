@@ -28,7 +28,7 @@ from typing import Generic, TypeVar
 
 import torch
 
-from drkernel.rl.config import FilterConfig
+from drkernel.config.algorithm import FilterConfig
 
 G = TypeVar("G")
 

@@ -23,7 +23,7 @@ import torch
 from verl.trainer.ppo.core_algos import agg_loss, get_policy_loss_fn, kl_penalty
 from verl.workers.config import ActorConfig
 
-from drkernel.rl.config import LossConfig
+from drkernel.config.algorithm import LossConfig
 from drkernel.rl.mrs import mismatch_metrics, rejection_fractions
 
 

@@ -39,7 +39,7 @@ from verl.trainer.ppo.rollout_corr_helper import (
     compute_rollout_rejection_mask,
 )
 
-from drkernel.rl.config import MRSConfig
+from drkernel.config.algorithm import MRSConfig
 
 _VERL_OPTION = {
     "token": ("token_k1", "turn"),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from drkernel.rl.config import PRSConfig
+from drkernel.config.algorithm import PRSConfig
 
 
 def prs_keep_probability(

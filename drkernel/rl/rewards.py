@@ -16,26 +16,12 @@ the verifier returns a verdict, `score` prices it, so cached verdicts survive a 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from pydantic import Field
-
-from drkernel.config.base import StrictModel
+from drkernel.config.algorithm import RewardConfig
 
 if TYPE_CHECKING:
     from drkernel.verify.result import VerifyResult
-
-
-class RewardConfig(StrictModel):
-    """Weights and bounds of the kernel reward."""
-
-    kind: Literal["speedup", "weighted", "tiered"] = Field("speedup", description="reward function")
-    correct_weight: float = Field(0.5, description="w_c: reward for a correct, honest kernel")
-    speedup_weight: float = Field(0.5, description="w_p: weight of the capped speedup")
-    speedup_cap: float = Field(3.0, gt=0, description="U: speedups above this earn no more")
-    speedup_lower_bound: float = Field(0.0, ge=0, description="L: capped speedups below this count as 0")
-    coverage_weight: float = Field(0.5, ge=0, description="w_cov: weight of Triton time coverage")
-    speedup_eps: float = Field(0.01, ge=0, description="'weighted' only: speedup must reach 1+eps")
 
 
 def _speedup_reward(speedup: float, coverage: float, cfg: RewardConfig) -> float:

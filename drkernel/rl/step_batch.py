@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from drkernel.rl.config import AlgorithmConfig
+from drkernel.config.algorithm import AlgorithmConfig
 from drkernel.rl.filters import GroupVarianceFilter, meaningful_turn_mask
 from drkernel.rl.prs import prs_keep_mask
 from drkernel.rl.trloo import turn_advantages

@@ -28,7 +28,7 @@ import torch.distributed as dist
 from torch import nn
 from verl.utils.torch_functional import entropy_from_logits, logprobs_from_logits
 
-from drkernel.rl.config import AlgorithmConfig
+from drkernel.config.algorithm import AlgorithmConfig
 from drkernel.rl.loss import policy_loss
 from drkernel.rl.mrs import mismatch_rejection, truncated_is_weights
 from drkernel.rl.step_batch import StepBatch

@@ -14,11 +14,11 @@ from dataclasses import asdict, dataclass
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from drkernel.config.demo import SFTEvalConfig
+from drkernel.config.sft import SFTEvalConfig
+from drkernel.config.verifier import VerifyOptions
 from drkernel.data.prompts import extract_code, first_turn_messages
 from drkernel.sft.data import Messages, prompt_ids
 from drkernel.verify.engine import Verifier
-from drkernel.verify.options import VerifyOptions
 from drkernel.verify.result import VerifyResult
 
 ERROR_CHARS = 400  # enough to see the cause; full tracebacks would swamp the records file

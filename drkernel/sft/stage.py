@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from drkernel.config.demo import DemoConfig
+from drkernel.config.sft import DemoConfig
 from drkernel.model.tiny import save_tiny_base
 from drkernel.sft.data import SFTInputError, corpus_texts, encode_pairs, parquet_pairs, task_pairs
 from drkernel.sft.trainer import StepLog, resolve_device, train_sft

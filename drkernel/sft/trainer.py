@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass
 import torch
 from transformers import PreTrainedModel
 
-from drkernel.config.demo import SFTConfig
-from drkernel.verify import devices
+from drkernel.config.sft import SFTConfig
 from drkernel.sft.data import SFTExample, collate
 from drkernel.sft.loss import response_loss_sum
+from drkernel.verify import devices
 
 
 @dataclass

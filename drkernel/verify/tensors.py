@@ -8,7 +8,6 @@ from typing import Any
 
 import torch
 
-
 CHUNK = 1 << 24  # elements per step of the comparison: bounded temporaries for multi-gigabyte outputs
 
 

@@ -12,7 +12,7 @@ from trajectory_factory import TurnSpec, make_trajectory
 
 from actors.trainer import TrainerActor, create_trainer_group, lr_at
 from actors.weight_sync import ActorReplicas
-from drkernel.config.demo import TinyModelConfig
+from drkernel.config.sft import TinyModelConfig
 from drkernel.config.train import TrainConfig
 from drkernel.model.tiny import build_tiny_model
 from drkernel.model.tokenizer import build_tokenizer

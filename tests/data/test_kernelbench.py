@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
 from drkernel.data.kernelbench import ReferenceFileError, build_row, check_static, discover, torch_ops
 from drkernel.data.schema import source_uuid
-
 
 GOOD = """import torch
 import torch.nn as nn

@@ -7,7 +7,7 @@ import torch
 from pydantic import ValidationError
 from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen3ForCausalLM
 
-from drkernel.config.demo import TinyModelConfig, TokenizerConfig
+from drkernel.config.sft import TinyModelConfig, TokenizerConfig
 from drkernel.model.tiny import build_tiny_model, save_tiny_base
 from drkernel.model.tokenizer import build_tokenizer
 

@@ -13,7 +13,6 @@ from drkernel.data.reader import read_rows
 from drkernel.tasks import library_parquet_path, library_path
 from pipelines.cli import main
 
-
 GOOD = """import torch
 import torch.nn as nn
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from drkernel.config.algorithm import AlgorithmConfig, MRSConfig
 from drkernel.config.base import ConfigError, load_config
-from drkernel.rl.config import AlgorithmConfig, MRSConfig
 
 
 def test_defaults_are_the_recipe():

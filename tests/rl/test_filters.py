@@ -5,7 +5,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drkernel.rl.config import FilterConfig
+from drkernel.config.algorithm import FilterConfig
 from drkernel.rl.filters import GroupVarianceFilter, last_turn_rewards, meaningful_turn_mask
 
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from verl.trainer.ppo.core_algos import compute_policy_loss_vanilla, kl_penalty
 
-from drkernel.rl.config import LossConfig
+from drkernel.config.algorithm import LossConfig
 from drkernel.rl.loss import policy_loss, verl_actor_config
 
 CFG = LossConfig()

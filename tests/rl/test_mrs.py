@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from drkernel.rl.config import MRSConfig
+from drkernel.config.algorithm import MRSConfig
 from drkernel.rl.mrs import mismatch_metrics, mismatch_rejection, truncated_is_weights
 
 LN = math.log

@@ -2,7 +2,7 @@
 
 import torch
 
-from drkernel.rl.config import AlgorithmConfig
+from drkernel.config.algorithm import AlgorithmConfig
 from drkernel.rl.filters import GroupVarianceFilter, last_turn_rewards, meaningful_turn_mask
 from drkernel.rl.loss import policy_loss
 from drkernel.rl.mrs import mismatch_rejection

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from drkernel.rl.config import PRSConfig
+from drkernel.config.algorithm import PRSConfig
 from drkernel.rl.prs import prs_generator, prs_keep_mask, prs_keep_probability
 
 COV = torch.tensor([0.0, 0.2, 0.3, 0.35, 0.4, 0.9, float("nan")])

@@ -11,15 +11,15 @@ import math
 
 import pytest
 import torch
+from trajectory_factory import TurnSpec, make_trajectory
 
-from drkernel.rl.config import AlgorithmConfig, PRSConfig
+from drkernel.config.algorithm import AlgorithmConfig, PRSConfig
 from drkernel.rl.filters import GroupVarianceFilter
 from drkernel.rl.prs import prs_generator, prs_keep_mask, prs_keep_probability
 from drkernel.rl.rewards import RewardConfig, kernel_reward, score
 from drkernel.rl.step_batch import StepBatch, build_step_batch
 from drkernel.verify.result import VerifyResult
 from drkernel.verify.verdict import Verdict
-from trajectory_factory import TurnSpec, make_trajectory
 
 
 def verdict(cand_ms: float, ref_ms: float, coverage: float | None = 1.0) -> VerifyResult:

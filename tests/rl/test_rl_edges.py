@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from drkernel.rl.config import FilterConfig, LossConfig, MRSConfig
+from drkernel.config.algorithm import FilterConfig, LossConfig, MRSConfig
 from drkernel.rl.filters import GroupVarianceFilter, last_turn_rewards, meaningful_turn_mask
 from drkernel.rl.loss import policy_loss
 from drkernel.rl.mrs import mismatch_metrics, mismatch_rejection, rejection_fractions, rejection_keep_mask

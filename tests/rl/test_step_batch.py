@@ -6,8 +6,9 @@ import json
 
 import pytest
 import torch
+from trajectory_factory import TurnSpec, make_trajectory
 
-from drkernel.rl.config import AlgorithmConfig, FilterConfig
+from drkernel.config.algorithm import AlgorithmConfig, FilterConfig
 from drkernel.rl.filters import GroupVarianceFilter
 from drkernel.rl.prs import prs_generator
 from drkernel.rl.step_batch import (
@@ -18,7 +19,6 @@ from drkernel.rl.step_batch import (
     generator_state_to_json,
 )
 from drkernel.rl.trloo import trloo_advantages
-from trajectory_factory import TurnSpec, make_trajectory
 
 PAD = 0
 OK = dict(correct=True, reward=1.5, speedup=0.5, coverage=0.9)

@@ -7,10 +7,10 @@ import pytest
 import torch
 from trajectory_factory import TurnSpec, make_trajectory
 
-from drkernel.config.demo import TinyModelConfig
+from drkernel.config.algorithm import AlgorithmConfig
+from drkernel.config.sft import TinyModelConfig
 from drkernel.model.tiny import build_tiny_model
 from drkernel.model.tokenizer import build_tokenizer
-from drkernel.rl.config import AlgorithmConfig
 from drkernel.rl.filters import GroupVarianceFilter
 from drkernel.rl.loss import policy_loss
 from drkernel.rl.mrs import mismatch_rejection

@@ -11,7 +11,7 @@ import pytest
 import torch
 from episode_support import ScriptedVerifier, ok, rollout_cfg, task_row
 
-from drkernel.config.demo import TinyModelConfig
+from drkernel.config.sft import TinyModelConfig
 from drkernel.model.tiny import build_tiny_model
 from drkernel.rl.rewards import RewardConfig
 from drkernel.rollout.episode import run_episode

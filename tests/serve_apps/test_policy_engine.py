@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import GenerationConfig
 
-from drkernel.config.demo import TinyModelConfig
+from drkernel.config.sft import TinyModelConfig
 from drkernel.config.train import PolicyConfig
 from drkernel.model.tiny import build_tiny_model
 from drkernel.model.tokenizer import build_tokenizer

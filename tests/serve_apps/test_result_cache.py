@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from drkernel.verify.options import VerifyOptions
+from drkernel.config.verifier import VerifyOptions
 from drkernel.verify.result import ErrorInfo, VerifyResult
 from serve_apps.result_cache import ResultCache, content_key
 

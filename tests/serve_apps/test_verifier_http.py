@@ -158,7 +158,7 @@ def test_batch_of_hacked_and_broken_candidates_keeps_request_order(client):
 
 def test_handle_api_returns_the_typed_result(server):
     """In-cluster callers (rollout workers) use a DeploymentHandle and get a VerifyResult, not JSON."""
-    from drkernel.verify.options import VerifyOptions
+    from drkernel.config.verifier import VerifyOptions
     from drkernel.verify.result import VerifyResult
     from serve_apps.verifier import verifier_handle
 
@@ -257,7 +257,7 @@ def test_handle_callers_get_backpressure_with_retry_after(server):
     """In-cluster callers bypass the ingress; Serve bounds their queue (max_queued_requests) instead."""
     from ray.serve.exceptions import BackPressureError
 
-    from drkernel.verify.options import VerifyOptions
+    from drkernel.config.verifier import VerifyOptions
     from serve_apps.verifier import verifier_handle
 
     handle = verifier_handle()

@@ -3,8 +3,8 @@
 import pytest
 from pydantic import ValidationError
 
+from drkernel.config.serve import AutoscalingSettings, VerifierServeConfig
 from drkernel.verify.result import ErrorInfo, VerifyResult
-from serve_apps.verifier_config import AutoscalingSettings, VerifierServeConfig
 from serve_apps.verifier_schemas import BatchRequest, VerifyRequest
 from serve_apps.verifier_stats import VerifierStats, percentile, verdict_of
 

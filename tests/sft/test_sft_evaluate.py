@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from drkernel.config.verifier import VerifyOptions
 from drkernel.sft.data import code_response
 from drkernel.sft.evaluate import _rates, judge_answers
 from drkernel.tasks import load_tasks
 from drkernel.verify.engine import Verifier
-from drkernel.verify.options import VerifyOptions
 
 
 @pytest.mark.integration

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from drkernel.config.demo import TinyModelConfig
+from drkernel.config.sft import TinyModelConfig
 from drkernel.model.tiny import build_tiny_model
 from drkernel.model.tokenizer import build_tokenizer
 from drkernel.sft.data import ChatPair, collate, encode_pair

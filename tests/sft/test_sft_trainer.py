@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from drkernel.config.demo import SFTConfig, TinyModelConfig
+from drkernel.config.sft import SFTConfig, TinyModelConfig
 from drkernel.model.tiny import build_tiny_model
 from drkernel.model.tokenizer import build_tokenizer
 from drkernel.sft.data import corpus_texts, encode_pairs, task_pairs

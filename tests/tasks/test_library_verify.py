@@ -11,9 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from drkernel.config.verifier import VerifyOptions
 from drkernel.tasks import load_tasks
 from drkernel.verify.engine import Verifier
-from drkernel.verify.options import VerifyOptions
 from drkernel.verify.result import VerifyResult
 
 TASKS = {t.name: t for t in load_tasks()}

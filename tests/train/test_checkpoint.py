@@ -15,7 +15,7 @@ from torch.distributed.checkpoint.state_dict import (
 )
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from drkernel.config.demo import TinyModelConfig
+from drkernel.config.sft import TinyModelConfig
 from drkernel.config.train import TrainConfig
 from drkernel.model.tiny import build_tiny_model
 from drkernel.model.tokenizer import build_tokenizer

@@ -8,9 +8,9 @@ import multiprocessing
 import pickle
 
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-import torch
 
 from drkernel.verify import protocol
 

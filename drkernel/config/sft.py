@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from drkernel.config.base import StrictModel
-from drkernel.verify.options import DeviceName
+from drkernel.config.verifier import DeviceName
 
 
 class TinyModelConfig(StrictModel):

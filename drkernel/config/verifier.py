@@ -34,3 +34,10 @@ class VerifyOptions(StrictModel):
     output_limit_bytes: int = Field(
         65536, ge=1024, le=1_048_576, description="cap of captured candidate stdout/stderr, 1 KB to 1 MB"
     )
+
+    def device_refusal(self, owned: str) -> str | None:
+        """Why these options cannot run on a verifier that owns `owned` devices; None when they can (`auto` fits
+        any). The core, the Serve replica and the HTTP ingress all refuse with this one rule."""
+        if self.device in ("auto", owned):
+            return None
+        return f"options.device={self.device!r}, but this verifier runs on {owned!r}; use 'auto' or {owned!r}"

@@ -12,7 +12,6 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from drkernel.config.base import StrictModel
-from drkernel.rl.rewards import RewardConfig
 
 Estimator = Literal["trloo", "grpo_mean", "rloo_last_turn"]
 MRSMode = Literal["token", "turn", "turn_geo", "sequence", "geometric"]
@@ -21,6 +20,18 @@ LossAggMode = Literal[
     "token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"
 ]
 KLType = Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3"]
+
+
+class RewardConfig(StrictModel):
+    """Weights and bounds of the kernel reward."""
+
+    kind: Literal["speedup", "weighted", "tiered"] = Field("speedup", description="reward function")
+    correct_weight: float = Field(0.5, description="w_c: reward for a correct, honest kernel")
+    speedup_weight: float = Field(0.5, description="w_p: weight of the capped speedup")
+    speedup_cap: float = Field(3.0, gt=0, description="U: speedups above this earn no more")
+    speedup_lower_bound: float = Field(0.0, ge=0, description="L: capped speedups below this count as 0")
+    coverage_weight: float = Field(0.5, ge=0, description="w_cov: weight of Triton time coverage")
+    speedup_eps: float = Field(0.01, ge=0, description="'weighted' only: speedup must reach 1+eps")
 
 
 class TrlooConfig(StrictModel):
