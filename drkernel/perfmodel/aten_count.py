@@ -1,0 +1,85 @@
+"""Counting what eager PyTorch runs: one launch per aten operator that reaches the dispatcher.
+
+A TorchDispatchMode sees each operator below autograd, once (the operators it calls internally run
+with the mode off). Views, allocations and metadata operators launch nothing and are skipped. Bytes:
+every tensor argument is read once (its distinct storage extent, so a broadcast view counts its real
+size), every returned tensor written once. Flops: torch's own formulas for matmul-class operators
+(torch.utils.flop_counter), priced at the precision of the operands; FP32 matmuls are FP32 (eager
+PyTorch leaves TF32 off).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+from torch.utils.flop_counter import flop_registry
+
+from drkernel.perfmodel.cost import LaunchCount
+
+FREE = frozenset({
+    "aten::empty.memory_format", "aten::empty_strided", "aten::empty_like", "aten::detach", "aten::alias",
+    "aten::lift_fresh", "aten::new_empty", "aten::new_empty_strided", "aten::set_.source_Storage_storage_offset",
+    "aten::resize_", "aten::_local_scalar_dense",
+})
+
+
+def is_free(func: Any) -> bool:
+    """Operators that launch no kernel: views, allocations, metadata."""
+    name = str(func._schema.name) + ("." + func._overloadname if func._overloadname != "default" else "")
+    return bool(getattr(func, "is_view", False)) or name in FREE or str(func._schema.name) in FREE
+
+
+def op_name(func: Any) -> str:
+    return str(func._schema.name) + ("." + func._overloadname if func._overloadname != "default" else "")
+
+
+def tensor_bytes(t: torch.Tensor) -> int:
+    """Bytes a kernel must touch for this view: its distinct elements (a broadcast dimension counts once)."""
+    if t.numel() == 0:
+        return 0
+    distinct = 1
+    for size, stride in zip(t.shape, t.stride()):
+        if stride != 0:
+            distinct *= size
+    return distinct * t.element_size()
+
+
+def _precision(tensors: list[torch.Tensor]) -> str:
+    dtypes = {t.dtype for t in tensors}
+    return "bf16" if dtypes & {torch.float16, torch.bfloat16} else "fp32"
+
+
+def count_op(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> LaunchCount:
+    ins = [x for x in tree_flatten((args, kwargs))[0] if isinstance(x, torch.Tensor)]
+    outs = [x for x in tree_flatten(out)[0] if isinstance(x, torch.Tensor)]
+    seen: set[tuple[int, int, tuple[int, ...], tuple[int, ...]]] = set()
+    read = 0
+    for t in ins:
+        key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()))
+        if key not in seen:
+            seen.add(key)
+            read += tensor_bytes(t)
+    written = sum(tensor_bytes(t) for t in outs)
+    flops: dict[str, float] = {}
+    formula = flop_registry.get(func._overloadpacket)
+    if formula is not None:
+        flops[_precision(ins)] = float(formula(*args, **kwargs, out_val=out))
+    return LaunchCount(op_name(func), "aten", read, written, 0, flops)
+
+
+class AtenCounter(TorchDispatchMode):
+    """Counts every launching aten operator run while active (`launches`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.launches: list[LaunchCount] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if not is_free(func):
+            self.launches.append(count_op(func, args, kwargs, out))
+        return out

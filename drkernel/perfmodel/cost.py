@@ -1,0 +1,51 @@
+"""The per-launch roofline: max(unique DRAM bytes / bandwidth + re-read bytes / L2 bandwidth,
+flops / peak) + launch overhead, summed over launches."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from drkernel.perfmodel.profiles import GpuProfile
+
+
+@dataclass
+class LaunchCount:
+    """Work one launch did, as counted (never as claimed): a Triton launch under the interpreter, or one
+    eager aten operator."""
+
+    name: str
+    kind: str  # "triton" | "aten"
+    read_bytes: int = 0  # unique bytes read (each address once): DRAM traffic
+    write_bytes: int = 0  # unique bytes written
+    reread_bytes: int = 0  # loads of an address this launch had loaded before: served by the L2
+    flops: dict[str, float] = field(default_factory=dict)  # matmul-class flops per precision
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def launch_seconds(c: LaunchCount, profile: GpuProfile) -> float:
+    memory = (c.read_bytes + c.write_bytes) / profile.dram_bytes_per_s + c.reread_bytes / profile.l2_bytes_per_s
+    compute = sum(f / profile.peak_flops(p) for p, f in c.flops.items())
+    return max(memory, compute) + profile.launch_overhead_s
+
+
+@dataclass
+class ModelledTime:
+    seconds: float
+    launches: int
+    read_bytes: int
+    write_bytes: int
+    reread_bytes: int
+    flops: float
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def model_time(counts: list[LaunchCount], profile: GpuProfile) -> ModelledTime:
+    return ModelledTime(
+        seconds=sum(launch_seconds(c, profile) for c in counts), launches=len(counts),
+        read_bytes=sum(c.read_bytes for c in counts), write_bytes=sum(c.write_bytes for c in counts),
+        reread_bytes=sum(c.reread_bytes for c in counts), flops=sum(sum(c.flops.values()) for c in counts))

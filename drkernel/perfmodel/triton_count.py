@@ -1,0 +1,198 @@
+"""Counting what Triton launches do, as the interpreter executes them (TRITON_INTERPRET=1).
+
+Every load, store and atomic the interpreter performs goes through one `InterpreterBuilder` method with
+the element addresses (a numpy array) and the mask; `tl.dot` goes through `create_dot` with the operand
+blocks. Wrapping those methods (for the duration of a `TritonCounter` only) counts each launch: unique
+bytes read and written (each address once per launch), bytes re-read (loads of an address already
+loaded in this launch), and matmul flops by precision. Elementwise arithmetic is not counted: on the
+profiled GPUs it is far below the memory time of the bytes it works on.
+
+With `allowed` address ranges every access is checked before it happens: an access outside them raises
+OutsideBuffers (the replay hands a kernel only the buffers its trace reported).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from drkernel.perfmodel.cost import LaunchCount
+
+
+class OutsideBuffers(RuntimeError):
+    """A kernel touched memory outside the buffers it was given."""
+
+
+class Unsupported(RuntimeError):
+    """A Triton feature the counter cannot count (tensor descriptors)."""
+
+
+def _precision(a: Any, input_precision: Any) -> str:
+    ty = a.dtype.scalar if hasattr(a.dtype, "scalar") else a.dtype
+    if ty.primitive_bitwidth <= 16:
+        return "bf16"
+    text = str(input_precision).upper()
+    if "IEEE" in text:
+        return "fp32"
+    if "X3" in text or "X6" in text:
+        return "tf32x3"
+    return "tf32"
+
+
+class _Launch:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.loads: list[np.ndarray] = []  # addresses, one array per access
+        self.load_sizes: list[int] = []
+        self.stores: list[np.ndarray] = []
+        self.store_sizes: list[int] = []
+        self.flops: dict[str, float] = {}
+
+    def count(self) -> LaunchCount:
+        read, total = _unique_bytes(self.loads, self.load_sizes)
+        written, _ = _unique_bytes(self.stores, self.store_sizes)
+        return LaunchCount(self.name, "triton", read, written, total - read, dict(self.flops))
+
+
+def _unique_bytes(addrs: list[np.ndarray], sizes: list[int]) -> tuple[int, int]:
+    """(bytes at distinct addresses, all bytes accessed); an address keeps the size it was first seen with."""
+    if not addrs:
+        return 0, 0
+    flat = np.concatenate(addrs)
+    size = np.concatenate([np.full(a.size, s, dtype=np.int64) for a, s in zip(addrs, sizes)])
+    _, first = np.unique(flat, return_index=True)
+    return int(size[first].sum()), int(size.sum())
+
+
+class TritonCounter:
+    """Context manager: counts every interpreted launch while active; `launches` holds the counts."""
+
+    def __init__(self, allowed: list[tuple[int, int]] | None = None) -> None:
+        self.launches: list[LaunchCount] = []
+        self._current: _Launch | None = None
+        self._saved: list[tuple[type, str, Any]] = []
+        self._starts: np.ndarray | None = None
+        self._ends: np.ndarray | None = None
+        if allowed is not None:
+            self.set_allowed(allowed)
+
+    def set_allowed(self, ranges: list[tuple[int, int]]) -> None:
+        """The address ranges [start, end) every access must fall in."""
+        ordered = sorted(ranges)
+        self._starts = np.array([r[0] for r in ordered], dtype=np.uint64)
+        self._ends = np.array([r[1] for r in ordered], dtype=np.uint64)
+
+    # -- bookkeeping ------------------------------------------------------------------------------
+    def _check(self, addrs: np.ndarray, size: int) -> None:
+        if self._starts is None or self._ends is None or not addrs.size:
+            return
+        if not self._starts.size:
+            raise OutsideBuffers("an access while no buffer is reported")
+        a = addrs.astype(np.uint64, copy=False)
+        idx = np.searchsorted(self._starts, a, side="right").astype(np.int64) - 1
+        ok = idx >= 0
+        safe = np.where(ok, idx, 0)
+        ok &= a + np.uint64(size) <= self._ends[safe]
+        if not ok.all():
+            bad = int(a[~ok][0])
+            raise OutsideBuffers(f"access at {bad:#x} outside the buffers the trace reported")
+
+    def _access(self, into: str, ptrs: Any, mask: Any) -> None:
+        from triton.runtime.interpreter import _get_np_dtype
+
+        size = np.dtype(_get_np_dtype(ptrs.get_element_ty())).itemsize
+        data = np.asarray(ptrs.data)
+        on = data if mask is None else data[np.broadcast_to(np.asarray(mask.data, dtype=bool), data.shape)]
+        on = on.reshape(-1).astype(np.uint64)
+        self._check(on, size)
+        if self._current is None:
+            return
+        if into == "load":
+            self._current.loads.append(on)
+            self._current.load_sizes.append(size)
+        else:
+            self._current.stores.append(on)
+            self._current.store_sizes.append(size)
+
+    # -- installation -----------------------------------------------------------------------------
+    def _patch(self, cls: type, name: str, make: Any) -> None:
+        original = getattr(cls, name)
+        self._saved.append((cls, name, original))
+        setattr(cls, name, make(original))
+
+    def __enter__(self) -> TritonCounter:
+        from triton.runtime.interpreter import InterpretedFunction, InterpreterBuilder
+
+        counter = self
+
+        def masked_load(original: Any) -> Any:
+            def f(builder: Any, ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
+                counter._access("load", ptrs, mask)
+                return original(builder, ptrs, mask, other, *rest)
+            return f
+
+        def masked_store(original: Any) -> Any:
+            def f(builder: Any, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+                counter._access("store", ptrs, mask)
+                return original(builder, ptrs, value, mask, *rest)
+            return f
+
+        def atomic_rmw(original: Any) -> Any:
+            def f(builder: Any, op: Any, ptr: Any, val: Any, mask: Any, *rest: Any) -> Any:
+                counter._access("load", ptr, mask)
+                counter._access("store", ptr, mask)
+                return original(builder, op, ptr, val, mask, *rest)
+            return f
+
+        def atomic_cas(original: Any) -> Any:
+            def f(builder: Any, ptr: Any, *rest: Any) -> Any:
+                counter._access("load", ptr, None)
+                counter._access("store", ptr, None)
+                return original(builder, ptr, *rest)
+            return f
+
+        def dot(original: Any) -> Any:
+            def f(builder: Any, a: Any, b: Any, d: Any, input_precision: Any, *rest: Any) -> Any:
+                if counter._current is not None:
+                    sa, sb = np.shape(a.data), np.shape(b.data)
+                    batch = int(np.prod(sa[:-2])) if len(sa) > 2 else 1
+                    flops = 2.0 * batch * sa[-2] * sa[-1] * sb[-1]
+                    p = _precision(a, input_precision)
+                    counter._current.flops[p] = counter._current.flops.get(p, 0.0) + flops
+                return original(builder, a, b, d, input_precision, *rest)
+            return f
+
+        def unsupported(original: Any) -> Any:
+            def f(*args: Any, **kwargs: Any) -> Any:
+                raise Unsupported("tensor descriptors are not counted by the CPU model")
+            return f
+
+        def run(original: Any) -> Any:
+            def f(jit_self: Any, *args: Any, **kwargs: Any) -> Any:
+                if kwargs.get("warmup"):
+                    return original(jit_self, *args, **kwargs)
+                outer, counter._current = counter._current, _Launch(getattr(jit_self.fn, "__name__", "?"))
+                try:
+                    return original(jit_self, *args, **kwargs)
+                finally:
+                    launch, counter._current = counter._current, outer
+                    counter.launches.append(launch.count())
+            return f
+
+        self._patch(InterpreterBuilder, "create_masked_load", masked_load)
+        self._patch(InterpreterBuilder, "create_masked_store", masked_store)
+        self._patch(InterpreterBuilder, "create_atomic_rmw", atomic_rmw)
+        self._patch(InterpreterBuilder, "create_atomic_cas", atomic_cas)
+        self._patch(InterpreterBuilder, "create_dot", dot)
+        for name in ("create_descriptor_load", "create_descriptor_store", "create_descriptor_gather",
+                     "create_descriptor_scatter"):
+            if hasattr(InterpreterBuilder, name):
+                self._patch(InterpreterBuilder, name, unsupported)
+        self._patch(InterpretedFunction, "run", run)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for cls, name, original in reversed(self._saved):
+            setattr(cls, name, original)
+        self._saved.clear()

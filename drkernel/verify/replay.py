@@ -1,0 +1,337 @@
+"""The CPU cost model's trusted side (issue 13): replay the candidate's reported forward, count it, price it.
+
+A child of its own (sandboxed: it runs the candidate's jit bodies in the interpreter) that never imports
+the candidate's module. Before any candidate code runs it loads the reference, draws inputs from a seed
+the candidate never saw, and runs the reference under an aten counter (one launch per operator eager
+PyTorch dispatches). Then it rebuilds only the gated @triton.jit functions from the candidate's source
+(re-gated), and replays the trace (drkernel.verify.trace) on those inputs: aten events through
+torch.ops.aten under the same counter, launches in the interpreter under drkernel.perfmodel's Triton
+counter, which also refuses any access outside the buffers the trace reported. The replay's outputs must
+equal the reference's; only then are the counted launches priced on the GPU profile. So nothing the
+candidate's process measured or claimed can raise a reward: omitted work, work hidden in host code,
+data-dependent literals and lies about buffers all make the replay wrong.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import math
+import os
+import re
+from types import ModuleType
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_flatten
+
+from drkernel.perfmodel import LaunchCount, get_profile, model_time
+from drkernel.perfmodel.aten_count import AtenCounter
+from drkernel.perfmodel.triton_count import OutsideBuffers, TritonCounter, Unsupported
+from drkernel.verify import problem, protocol, tensors
+from drkernel.verify.gate import check_source
+
+MAX_PROGRAMS = 1 << 20  # programs of one replayed launch
+DENIED_ATEN = re.compile(r"file|save|load|print|_local_scalar|set_|record_stream|_assert|pin_memory|share")
+NAN_FILL = 0xFF  # fresh buffers start as NaN (floats) / -1 (integers): unwritten scratch never reads as a result
+
+
+class ReplayFailed(Exception):
+    """The trace does not reproduce the reference: the candidate's model fails."""
+
+
+# -- rebuilding the kernels ------------------------------------------------------------------------------
+def _is_jit(deco: ast.expr) -> bool:
+    target = deco.func if isinstance(deco, ast.Call) else deco
+    return ast.unparse(target) in ("triton.jit", "jit", "tl.jit")
+
+
+def _constant(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp):
+        return _constant(node.operand)
+    if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("constexpr"):
+        return all(_constant(a) for a in node.args) and not node.keywords
+    return False
+
+
+def rebuild_source(source: str) -> tuple[str, list[str]]:
+    """The candidate module reduced to its imports, literal constants and @triton.jit functions (other
+    decorators such as autotune dropped: the trace names the constexprs each launch used)."""
+    tree = ast.parse(source)
+    body: list[ast.stmt] = []
+    kernels: list[str] = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            body.append(node)
+        elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets) \
+                and _constant(node.value):
+            body.append(node)
+        elif isinstance(node, ast.FunctionDef) and any(_is_jit(d) for d in node.decorator_list):
+            node.decorator_list = [d for d in node.decorator_list if _is_jit(d)]
+            body.append(node)
+            kernels.append(node.name)
+    return ast.unparse(ast.Module(body=body, type_ignores=[])) + "\n", kernels
+
+
+def load_kernels(source: str, workdir: str) -> tuple[ModuleType, set[str]]:
+    text, kernels = rebuild_source(source)
+    gate = check_source(text, require_triton=True)
+    if not gate.passed:
+        raise ReplayFailed(f"the rebuilt kernels do not pass the gate: {gate.message}")
+    path = os.path.join(workdir, "kernels.py")
+    with open(path, "w") as f:
+        f.write(text)
+    return problem.import_file(path, "replayed_kernels"), set(kernels)
+
+
+# -- the replay ----------------------------------------------------------------------------------------
+class Replay:
+    def __init__(self, trace: dict[str, Any], payload: bytes, committed: list[str], inputs: list[Any],
+                 kernels: ModuleType, kernel_names: set[str]) -> None:
+        self.trace, self.kernels, self.kernel_names = trace, kernels, kernel_names
+        self.storages: dict[int, torch.UntypedStorage] = {}
+        self.counts: list[LaunchCount] = []
+        self.aten = AtenCounter()
+        self.triton = TritonCounter(allowed=[])
+        offset = 0
+        state_ok = set(committed)
+        for bid, buf in enumerate(trace["buffers"]):
+            if buf["kind"] == "input":
+                if buf["index"] >= len(inputs) or not isinstance(inputs[buf["index"]], torch.Tensor):
+                    raise ReplayFailed(f"buffer {bid} names input {buf['index']}, which is not a tensor")
+                self.storages[bid] = inputs[buf["index"]].untyped_storage()
+            elif buf["kind"] == "state":
+                n = buf["nbytes"]
+                data = payload[offset:offset + n]
+                offset += n
+                if len(data) != n:
+                    raise ReplayFailed("the payload is shorter than the state it declares")
+                if hashlib.blake2b(data, digest_size=32).hexdigest() not in state_ok:
+                    raise ReplayFailed(f"state buffer {bid} was not committed at load (made after the inputs?)")
+                self.storages[bid] = torch.frombuffer(bytearray(data), dtype=torch.uint8).untyped_storage() \
+                    if n else torch.UntypedStorage(0)
+        if offset != len(payload):
+            raise ReplayFailed("the payload holds bytes no state buffer declares")
+        self._allow()
+
+    def _allow(self) -> None:
+        self.triton.set_allowed([(s.data_ptr(), s.data_ptr() + s.nbytes()) for s in self.storages.values() if s.nbytes()])
+
+    def view(self, ref: dict[str, Any]) -> torch.Tensor:
+        storage = self.storages.get(ref["buf"])
+        if storage is None:
+            raise ReplayFailed(f"buffer {ref['buf']} used before anything made it")
+        dtype = getattr(torch, ref["dtype"])
+        item = torch.empty(0, dtype=dtype).element_size()
+        if any(s < 0 for s in ref["stride"]):
+            raise ReplayFailed("negative strides")
+        if math.prod(ref["shape"]):
+            last = ref["offset"] + sum((n - 1) * s for n, s in zip(ref["shape"], ref["stride"]))
+            if (last + 1) * item > storage.nbytes():
+                raise ReplayFailed(f"a view reaches past the end of buffer {ref['buf']}")
+        return torch.empty(0, dtype=dtype).set_(storage, ref["offset"], ref["shape"], ref["stride"])
+
+    def value(self, v: Any) -> Any:
+        if not isinstance(v, dict):
+            return v
+        (key, inner), = v.items()
+        if key == "t":
+            return self.view(inner)
+        if key == "list":
+            return [self.value(x) for x in inner]
+        if key == "float":
+            return protocol.NON_FINITE[inner]
+        if key == "device":
+            return torch.device("cpu")
+        if key in ("dtype", "memory_format", "layout"):
+            obj = getattr(torch, inner, None)
+            if not isinstance(obj, (torch.dtype, torch.memory_format, torch.layout)):
+                raise ReplayFailed(f"unknown {key} {inner!r}")
+            return obj
+        raise ReplayFailed(f"unknown value {key!r}")
+
+    def _bind(self, ref: dict[str, Any] | None, t: Any) -> None:
+        if ref is None:
+            return
+        if not isinstance(t, torch.Tensor):
+            raise ReplayFailed("an operator returned a non-tensor where the trace has a tensor")
+        s = t.untyped_storage()
+        held = self.storages.get(ref["buf"])
+        if held is None:
+            self.storages[ref["buf"]] = s
+            self._allow()
+        elif held.data_ptr() != s.data_ptr():
+            raise ReplayFailed(f"an operator wrote somewhere other than buffer {ref['buf']}")
+        if (list(t.shape), list(t.stride()), t.storage_offset(), str(t.dtype).removeprefix("torch.")) != \
+                (ref["shape"], ref["stride"], ref["offset"], ref["dtype"]):
+            raise ReplayFailed("an operator's output differs in layout from the trace's")
+
+    def event(self, e: dict[str, Any]) -> None:
+        if e["op"] == "alloc":
+            if e["buf"] in self.storages:
+                raise ReplayFailed(f"buffer {e['buf']} allocated twice")
+            self.storages[e["buf"]] = torch.full((e["nbytes"],), NAN_FILL, dtype=torch.uint8).untyped_storage()
+            self._allow()
+        elif e["op"] == "aten":
+            base, _, overload = e["name"].removeprefix("aten::").partition(".")
+            if DENIED_ATEN.search(base):
+                raise ReplayFailed(f"operator {e['name']} is not replayed")
+            try:
+                op = getattr(getattr(torch.ops.aten, base), overload or "default")
+            except (AttributeError, RuntimeError) as err:
+                raise ReplayFailed(f"unknown operator {e['name']}") from err
+            args = [self.value(a) for a in e["args"]]
+            kwargs = {k: self.value(v) for k, v in e["kwargs"].items()}
+            with self.aten:
+                out = op(*args, **kwargs)
+            outs = [x for x in tree_flatten(out)[0]]
+            if len(outs) != len(e["outs"]):
+                raise ReplayFailed(f"{e['name']} returned {len(outs)} values, the trace {len(e['outs'])}")
+            for ref, t in zip(e["outs"], outs):
+                self._bind(ref, t)
+            self.counts.extend(self.aten.launches)
+            self.aten.launches.clear()
+        else:
+            name = e["kernel"]
+            kernel = getattr(self.kernels, name, None) if name in self.kernel_names else None
+            if kernel is None:
+                raise ReplayFailed(f"launch of {name}, which is not one of the candidate's gated jit functions")
+            if math.prod(e["grid"]) > MAX_PROGRAMS:
+                raise ReplayFailed("grid too large to replay")
+            unknown = set(e["args"]) - set(kernel.arg_names)
+            if unknown:
+                raise ReplayFailed(f"{name} has no parameters {sorted(unknown)[:3]}")
+            args = {k: self.value(v) for k, v in e["args"].items()}
+            with self.triton:
+                kernel[tuple(e["grid"])](**args)
+            self.counts.extend(self.triton.launches)
+            self.triton.launches.clear()
+
+    def run(self) -> list[torch.Tensor]:
+        for e in self.trace["events"]:
+            try:
+                self.event(e)
+            except ReplayFailed:
+                raise
+            except Exception as err:
+                raise ReplayFailed(_why(err)) from err
+        return [self.view(r).clone() for r in self.trace["outputs"]]
+
+
+def _why(err: BaseException) -> str:
+    chain: list[BaseException] = []
+    cur: BaseException | None = err
+    while cur is not None and cur not in chain:
+        chain.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    for e in chain:
+        if isinstance(e, (OutsideBuffers, Unsupported)):
+            return str(e)
+    return f"{type(err).__name__}: {str(err)[:300]}"
+
+
+def count_reference(model: Any, inputs: list[Any]) -> tuple[list[Any], list[LaunchCount]]:
+    counter = AtenCounter()
+    with torch.no_grad(), counter:
+        out = model(*inputs)
+    return [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in _flatten(out)], counter.launches
+
+
+def _flatten(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _flatten(item)]
+    return [value]
+
+
+def model_candidate(trace: dict[str, Any], payload: bytes, committed: list[str], candidate_source: str,
+                    workdir: str, inputs: list[Any], ref_out: list[Any], ref_counts: list[LaunchCount],
+                    options: dict[str, Any]) -> dict[str, Any]:
+    """The whole trusted judgement of one trace: replay, compare, price. Returns the "modelled" message."""
+    profile = get_profile(options["gpu_profile"])
+    ref_time = model_time(ref_counts, profile)
+    base = {"type": "modelled", "cand_s": 0.0, "ref_s": ref_time.seconds, "cand": {},
+            "ref": _summary(ref_time.as_json()), "launches": []}
+    try:
+        kernels, names = load_kernels(candidate_source, workdir)
+        replay = Replay(trace, payload, committed, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs],
+                        kernels, names)
+        out = replay.run()
+    except ReplayFailed as err:
+        return {**base, "verdict": "mismatch", "message": str(err)}
+    ok, message, _ = tensors.compare(ref_out, out, options["atol"], options["rtol"], options["correctness"])
+    if not ok:
+        return {**base, "verdict": "mismatch",
+                "message": f"the reported trace, replayed on inputs the candidate never saw, is wrong: {message}"}
+    cand_time = model_time(replay.counts, profile)
+    launches = [f"{c.kind} {c.name}: read {c.read_bytes} B, wrote {c.write_bytes} B, re-read {c.reread_bytes} B, "
+                f"{sum(c.flops.values()):.4g} flop" for c in replay.counts[:protocol.MAX_LIST]]
+    return {**base, "verdict": "match", "message": "", "cand_s": cand_time.seconds,
+            "cand": _summary(cand_time.as_json()), "launches": launches}
+
+
+def _summary(d: dict[str, Any]) -> dict[str, float]:
+    return {k: float(v) for k, v in d.items()}
+
+
+def main(spec: dict[str, Any], conn: Any) -> None:
+    """Entry point of the replay child (a fork of the warm fork-server): the reference first, then the
+    candidate's kernels, on the order the judge sends once it holds the trace."""
+    from drkernel.verify.devices import env_for, make_backend
+    from drkernel.verify.sandbox import capture_output, isolate
+
+    try:
+        isolate(spec["workdir"], on_accelerator=False, memory_limit_mb=spec["memory_limit_mb"], env=env_for("cpu"))
+        capture_output(spec["workdir"])
+        backend = make_backend("cpu")
+        module = problem.import_file(spec["reference_path"], "reference")
+        args, kwargs = problem.init_inputs(module, backend)
+        model = problem.build_model(getattr(module, spec["entry_point"]), args, kwargs, backend)
+        with open(spec["candidate_path"]) as f:
+            source = f.read()
+        order = conn.recv()
+        _, seed, trace, payload, committed = order
+        inputs = problem.make_inputs(module, seed, backend)
+        ref_out, ref_counts = count_reference(model, inputs)
+    except (EOFError, OSError):
+        return
+    except Exception as e:
+        protocol.send(conn, {"type": "modelled", "verdict": "infra", "message": f"reference: {type(e).__name__}: {e}"[:500],
+                             "cand_s": 0.0, "ref_s": 0.0, "cand": {}, "ref": {}, "launches": []})
+        return
+    try:
+        reply = model_candidate(trace, payload, committed, source, spec["workdir"], inputs, ref_out, ref_counts,
+                                spec["options"])
+    except Exception as e:  # a replay that breaks the trusted side's code is still the candidate's trace
+        reply = {"type": "modelled", "verdict": "mismatch", "message": f"replay failed: {type(e).__name__}: {e}"[:500],
+                 "cand_s": 0.0, "ref_s": 0.0, "cand": {}, "ref": {}, "launches": []}
+    protocol.send(conn, reply)
+
+
+def model_locally(reference_source: str, candidate_source: str, workdir: str, options: dict[str, Any],
+                  trace_seed: int = 1, replay_seed: int = 2, entry_point: str = "Model") -> dict[str, Any]:
+    """Trace and replay in this process, for benchmarks and tests of the model (no isolation: only for
+    candidates you trust). The verifier does the same across its sandboxed children."""
+    from drkernel.verify import trace as tracing
+    from drkernel.verify.devices import make_backend
+
+    backend = make_backend("cpu")
+    paths = {name: os.path.join(workdir, f"{name}.py") for name in ("reference", "candidate")}
+    for name, text in (("reference", reference_source), ("candidate", candidate_source)):
+        with open(paths[name], "w") as f:
+            f.write(text)
+    ref_module = problem.import_file(paths["reference"], "reference")
+    args, kwargs = problem.init_inputs(ref_module, backend)
+    ref_model = problem.build_model(getattr(ref_module, entry_point), args, kwargs, backend)
+    cand_module = problem.import_file(paths["candidate"], "candidate")
+    cand_model = problem.build_model(getattr(cand_module, entry_point + "New"), args, kwargs, backend)
+    committed, state = tracing.commit_state(cand_model, vars(cand_module))
+    seen = problem.make_inputs(ref_module, trace_seed, backend)
+    header, payload = tracing.record(lambda: cand_model(*seen), seen, state, _flatten)
+    trace = protocol.validate({"type": "trace", **header})
+    unseen = problem.make_inputs(ref_module, replay_seed, backend)
+    ref_out, ref_counts = count_reference(ref_model, unseen)
+    os.makedirs(os.path.join(workdir, "replay"), exist_ok=True)
+    return model_candidate(trace, payload, committed, candidate_source, os.path.join(workdir, "replay"), unseen,
+                           ref_out, ref_counts, options)
