@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from drkernel.verify import problem, protocol
+from drkernel.verify import problem, protocol, trace
 from drkernel.verify.devices import env_for, make_backend
-from drkernel.verify.runner import Fault, Observer, Runner, classify, short
+from drkernel.verify.runner import Fault, Observer, Runner, classify, flatten, short
 from drkernel.verify.sandbox import capture_output, isolate
 
 
@@ -60,10 +60,15 @@ def main(spec: dict[str, Any], conn: Any) -> None:
         protocol.send(conn, {"type": "importing"})
         model, aliased, load_s = _load(spec, observer, backend, ref_module, init_args, init_kwargs)
         observer.check_tamper()
+        modelled = spec["device"] == "cpu" and spec["options"].get("timing") == "cpu_model"
+        committed, state = trace.commit_state(model, vars(sys.modules["candidate"])) if modelled else (None, {})
         protocol.send(conn, {"type": "loaded", "load_s": load_s, "kernels": sorted(observer.kernel_names),
-                             "launch_hook": observer.recorder.hook_api, "aliased": aliased})
-        Runner(conn, backend, model, observer.observe, observer.evidence,
-               _coverage_fn(observer, backend, model)).serve()
+                             "launch_hook": observer.recorder.hook_api, "aliased": aliased, "state": committed})
+        runner = Runner(conn, backend, model, observer.observe, observer.evidence,
+                        _coverage_fn(observer, backend, model))
+        if modelled:
+            runner.trace = lambda inputs: trace.record(lambda: model(*inputs), inputs, state, flatten)
+        runner.serve()
     except Fault as f:
         protocol.send(conn, {"type": "fault", "kind": f.kind, "message": f.message, "detail": f.detail,
                              "phase": "load"})

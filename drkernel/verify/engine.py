@@ -197,23 +197,29 @@ class Verifier:
     def _evaluate(self, reference: str, candidate: str, options: VerifyOptions, v: Verdict, kernels: list[str],
                   t0: float) -> VerifyResult:
         root = tempfile.mkdtemp(prefix="drkernel-verify-")
-        dirs = {role: os.path.join(root, role) for role in ("judge", "reference", "candidate")}
+        modelled = self.device == "cpu" and options.timing == "cpu_model"  # + a replay child (drkernel.verify.replay)
+        roles = ("judge", "reference", "candidate") + (("replay",) if modelled else ())
+        dirs = {role: os.path.join(root, role) for role in roles}
         procs: dict[str, Any] = {}
         try:
             for d in dirs.values():
                 os.mkdir(d, 0o700)
                 with open(os.path.join(d, "reference.py"), "w") as f:
                     f.write(reference)
-            with open(os.path.join(dirs["candidate"], "candidate.py"), "w") as f:
-                f.write(candidate)
+            for role in ("candidate", "replay")[:1 + modelled]:
+                with open(os.path.join(dirs[role], "candidate.py"), "w") as f:
+                    f.write(candidate)
             caller_end, judge_end = self._ctx.Pipe()
             jr, rj = self._ctx.Pipe()
             jc, cj = self._ctx.Pipe()
+            jx, xj = self._ctx.Pipe() if modelled else (None, None)
             children = {
-                "judge": ("drkernel.verify.judge", (judge_end, jr, jc)),
+                "judge": ("drkernel.verify.judge", (judge_end, jr, jc) + ((jx,) if modelled else ())),
                 "reference": ("drkernel.verify.reference_process", (rj,)),
                 "candidate": ("drkernel.verify.candidate_process", (cj,)),
             }
+            if modelled:
+                children["replay"] = ("drkernel.verify.replay", (xj,))
             t_fork = time.perf_counter()
             try:
                 for role, (module, ends) in children.items():
@@ -228,8 +234,9 @@ class Verifier:
                         self._live.add(p)
             except Exception as e:
                 raise _Infra("infra", f"could not start an evaluation child (fork-server down?): {e}") from e
-            for end in (judge_end, jr, jc, rj, cj):
-                end.close()
+            for end in (judge_end, jr, jc, rj, cj, jx, xj):
+                if end is not None:
+                    end.close()
             v = _Conversation(self, options, v, procs, caller_end, t_fork).run()
         finally:
             for p in procs.values():

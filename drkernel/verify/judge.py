@@ -445,6 +445,7 @@ class Judge:
         self.tell(type="isolation", layers=header["layers"])
         self._first(self.cand, ("importing",))
         header, _ = self.cand.reply("loaded")
+        self.committed = header["state"] or []  # CPU model: state digests, fixed before any input existed
         self.v.loaded = self.v.compiled = True
         self.v.phase_s["import_and_init"] = header["load_s"]
         self.v.phase_s["wait_for_load"] = time.perf_counter() - t0
@@ -612,6 +613,36 @@ class Judge:
             self.v.check("every_call_checked", True, "every call's output compared, timed ones included; "
                                                      "after timing: first_seed_again, same_storage_new_values")
 
+    def model_cpu(self) -> None:
+        """timing: cpu_model (issue 13), in place of timing on CPU. The candidate's process reports one forward
+        as a trace; the replay child (drkernel.verify.replay) runs it on inputs from a seed drawn here that
+        the candidate never saw, with only its gated jit functions, and prices the work it counted. A replay
+        that does not reproduce the reference fails the candidate: the trace left work out."""
+        self.enter("timing")
+        t0 = time.perf_counter()
+        self.stage(self.cand, self.make_sets([fresh_seed()]))
+        self.cand.order("trace")
+        trace, payload = self.cand.reply("trace", self.o["memory_limit_mb"] << 20)
+        trace = {k: v for k, v in trace.items() if k not in ("type", "payload")}
+        self.replay.order("replay", fresh_seed(), trace, bytes(payload), self.committed)
+        try:
+            m, _ = self.replay.reply("modelled")
+        except CandidateGone as e:
+            raise CandidateFault("runtime", "the CPU model's replay of the candidate's trace died") from e
+        if m["verdict"] == "infra":
+            raise Infra("reference", f"cpu model: {m['message']}")
+        if m["verdict"] != "match":
+            self.v.check("cpu_model_replay", False, m["message"])
+            raise CandidateFault("output_mismatch", f"cpu model: {m['message']}")
+        self.v.cand_ms, self.v.ref_ms = max(m["cand_s"] * 1e3, 1e-7), max(m["ref_s"] * 1e3, 1e-7)
+        self.v.timing_source = "cpu_model"
+        self.v.phase_s["timing"] = time.perf_counter() - t0
+        self.v.details["cpu_model"] = {"gpu_profile": self.o["gpu_profile"], "candidate": m["cand"],
+                                       "reference": m["ref"], "launches": m["launches"]}
+        self.v.check("cpu_model_replay", True, (
+            f"{int(m['cand'].get('launches', 0))} candidate launches replayed on unseen inputs and equal to the reference; "
+            f"modelled on {self.o['gpu_profile']}: candidate {self.v.cand_ms:.4g} ms, reference {self.v.ref_ms:.4g} ms"))
+
     def coverage(self) -> None:
         """The candidate's coverage pass on fresh input sets staged for it, outputs compared like every call.
         Its report comes from the candidate's process, so it may only lower the reward: on CPU the kernel
@@ -664,7 +695,7 @@ class Judge:
         if go.get("type") != "go":
             return
         if o["measure_performance"]:
-            self.timing()
+            self.model_cpu() if getattr(self, "replay", None) is not None else self.timing()
         if o["measure_coverage"]:
             self.coverage()
         if needs_device:
@@ -689,7 +720,7 @@ class _nullcontext:
         return None
 
 
-def main(spec: dict[str, Any], caller: Any, ref_conn: Any, cand_conn: Any) -> None:
+def main(spec: dict[str, Any], caller: Any, ref_conn: Any, cand_conn: Any, replay_conn: Any = None) -> None:
     """Entry point of the judge (a fork of the warm fork-server; it never runs candidate code)."""
     judge: Judge | None = None
     try:
@@ -698,6 +729,7 @@ def main(spec: dict[str, Any], caller: Any, ref_conn: Any, cand_conn: Any) -> No
                                                    if spec["device"] == "cuda" else {})})
         capture_output(spec["workdir"])
         judge = Judge(spec, caller, ref_conn, cand_conn)
+        judge.replay = None if replay_conn is None else Channel(replay_conn, trusted=False)
         try:
             judge.evaluate()
         except CandidateFault as f:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -192,17 +193,134 @@ def _fault_kind(v: Any) -> str:
     return v
 
 
+# -- the candidate's trace for the CPU cost model (drkernel.verify.trace describes the format) -----------
+MAX_TRACE_EVENTS = 512
+MAX_TRACE_BUFFERS = 1024
+TRACE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+ATEN_NAME = re.compile(r"^aten::[a-z0-9_]{1,80}(\.[A-Za-z0-9_]{1,40})?$")
+NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def _trace_ref(v: Any) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise ProtocolError("a buffer reference is an object")
+    _keys(v, {"buf", "offset", "shape", "stride", "dtype"})
+    dtype = _text(20)(v.get("dtype"))
+    if dtype not in ITEMSIZE:
+        raise ProtocolError(f"dtype {_show(dtype)} is not one the replay knows")
+    shape, stride = _shape(v.get("shape")), _shape(v.get("stride"))
+    if len(shape) != len(stride):
+        raise ProtocolError("shape and stride differ in length")
+    return {"buf": _int(0, MAX_TRACE_BUFFERS)(v.get("buf")), "offset": _int(0, MAX_DIM)(v.get("offset")),
+            "shape": shape, "stride": stride, "dtype": dtype}
+
+
+def _trace_value(v: Any, depth: int = 0) -> Any:
+    if v is None or isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        return _int(-MAX_INT, MAX_INT)(v)
+    if isinstance(v, float):
+        return _number(-1e308, 1e308)(v)
+    if isinstance(v, str):
+        return _text(64)(v)
+    if not isinstance(v, dict) or len(v) != 1 or depth > 3:
+        raise ProtocolError("a traced value is a scalar or a one-key object, nested at most 3 deep")
+    (key, inner), = v.items()
+    if key == "t":
+        return {"t": _trace_ref(inner)}
+    if key == "list":
+        if not isinstance(inner, list) or len(inner) > MAX_LIST:
+            raise ProtocolError(f"a traced list holds at most {MAX_LIST} values")
+        return {"list": [_trace_value(x, depth + 1) for x in inner]}
+    if key == "float":
+        if not isinstance(inner, str) or inner not in NON_FINITE:
+            raise ProtocolError(f"unknown float {_show(inner)}")
+        return {"float": inner}
+    if key in ("dtype", "device", "layout", "memory_format"):
+        return {key: _text(40)(inner)}
+    raise ProtocolError(f"unknown traced value kind {_show(key)}")
+
+
+def _trace_buffer(v: Any) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise ProtocolError("a buffer is an object")
+    kind = v.get("kind")
+    if kind == "input":
+        _keys(v, {"kind", "index"})
+        return {"kind": "input", "index": _int(0, MAX_LIST)(v.get("index"))}
+    if kind in ("state", "fresh"):
+        _keys(v, {"kind", "nbytes"})
+        return {"kind": kind, "nbytes": _int(0, 1 << 40)(v.get("nbytes"))}
+    raise ProtocolError(f"unknown buffer kind {_show(kind)}")
+
+
+def _trace_event(v: Any) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise ProtocolError("an event is an object")
+    op = v.get("op")
+    if op == "alloc":
+        _keys(v, {"op", "buf", "nbytes"})
+        return {"op": "alloc", "buf": _int(0, MAX_TRACE_BUFFERS)(v.get("buf")), "nbytes": _int(0, 1 << 40)(v.get("nbytes"))}
+    if op == "aten":
+        _keys(v, {"op", "name", "args", "kwargs", "outs"})
+        name = _text(130)(v.get("name"))
+        if not ATEN_NAME.match(name):
+            raise ProtocolError(f"not an aten operator name: {_show(name)}")
+        args, kwargs, outs = v.get("args"), v.get("kwargs"), v.get("outs")
+        if not isinstance(args, list) or len(args) > MAX_LIST or not isinstance(kwargs, dict) \
+                or len(kwargs) > MAX_LIST or not isinstance(outs, list) or len(outs) > MAX_LIST:
+            raise ProtocolError("aten event arguments out of bounds")
+        return {"op": "aten", "name": name, "args": [_trace_value(a) for a in args],
+                "kwargs": {_text(64)(k): _trace_value(x) for k, x in kwargs.items()},
+                "outs": [None if o is None else _trace_ref(o) for o in outs]}
+    if op == "launch":
+        _keys(v, {"op", "kernel", "grid", "args"})
+        kernel = _text(100)(v.get("kernel"))
+        if not TRACE_NAME.match(kernel):
+            raise ProtocolError(f"not a kernel name: {_show(kernel)}")
+        grid = v.get("grid")
+        if not isinstance(grid, list) or len(grid) != 3:
+            raise ProtocolError("a grid is three sizes")
+        grid = [_int(0, 1 << 31)(g) for g in grid]
+        args = v.get("args")
+        if not isinstance(args, dict) or len(args) > MAX_LIST:
+            raise ProtocolError(f"at most {MAX_LIST} kernel arguments")
+        return {"op": "launch", "kernel": kernel, "grid": grid,
+                "args": {_text(100)(k): _trace_value(x) for k, x in args.items()}}
+    raise ProtocolError(f"unknown event {_show(op)}")
+
+
+def _bounded(check: Callable[[Any], Any], limit: int) -> Callable[[Any], list[Any]]:
+    def run(v: Any) -> list[Any]:
+        if not isinstance(v, list) or len(v) > limit:
+            raise ProtocolError(f"expected a list of at most {limit} entries")
+        return [check(x) for x in v]
+    return run
+
+
+def _digest_list(v: Any) -> list[str]:
+    if not isinstance(v, list) or len(v) > 256:
+        raise ProtocolError("at most 256 state digests")
+    return [_text(64)(x) for x in v]
+
+
 # type -> {field: validator}; every field is required unless its validator accepts the absent value (None).
 SCHEMAS: dict[str, dict[str, Callable[[Any], Any]]] = {
     "isolation": {"layers": _text_map},
     "reference_failed": {"message": _text()},  # believed only before the candidate is imported
     "importing": {},
-    "loaded": {"load_s": _number(), "kernels": _texts, "launch_hook": _text(200), "aliased": _flag},
+    "loaded": {"load_s": _number(), "kernels": _texts, "launch_hook": _text(200), "aliased": _flag,
+               "state": _optional(_digest_list)},  # CPU model: digests of the state a trace may bring
     "fault": {"kind": _fault_kind, "message": _text(), "detail": _text(), "phase": _text(100)},
     "staged": {},
     "ran": {"digest": _optional(_text(64))},  # CPU/NPU: blake2b of the outputs' bytes, checked on collect
     "outputs": {"calls": _calls, "inputs": _optional(_calls), "evidence": _evidence},
     "filled": {},
+    "trace": {"buffers": _bounded(_trace_buffer, MAX_TRACE_BUFFERS), "events": _bounded(_trace_event, MAX_TRACE_EVENTS),
+              "outputs": _bounded(_trace_ref, MAX_LIST)},
+    "modelled": {"verdict": _text(20), "message": _text(), "cand_s": _number(0, 1e6), "ref_s": _number(0, 1e6),
+                 "cand": _number_map, "ref": _number_map, "launches": _texts},
     "coverage": {"kernel_ms_per_call": _optional(_number(0, 1e9)), "fraction": _optional(_number(0, 1)),
                  "source": _text(100), "detail": _number_map, "collisions": _texts},
 }

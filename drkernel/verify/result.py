@@ -52,6 +52,7 @@ CheckName = Literal[
     "every_call_checked",  # every call's output compared, timed and re-validation calls included
     "coverage_crosscheck",  # the claimed kernel time fits the judge's own timing
     "coverage",  # coverage measured
+    "cpu_model_replay",  # timing cpu_model: the reported trace, replayed on unseen inputs, equals the reference
 ]
 
 

@@ -200,6 +200,7 @@ class Runner:
                  coverage: Callable[[list[Any]], tuple[dict[str, Any], list[Any]]] | None = None) -> None:
         self.conn, self.backend, self.model = conn, backend, model
         self.observe, self.evidence, self.coverage = observe, evidence, coverage
+        self.trace: Callable[[list[Any]], tuple[dict[str, Any], bytes]] | None = None  # CPU model (candidate)
         self.ipc = backend.name == "cuda"
         self.staged: list[list[Any]] = []
         self.outputs: list[list[Any]] = []
@@ -342,3 +343,16 @@ class Runner:
         report, outputs = self.coverage(self.staged[:k])
         self.outputs, self.encoded = outputs, None
         self.reply({"type": "coverage", **report})
+
+    def _trace(self) -> None:
+        """CPU cost model: one forward on the first staged set, reported as data (drkernel.verify.trace).
+        Nothing in it is believed: the judge has a trusted process replay it on inputs this one never saw."""
+        if self.trace is None:
+            raise Fault("runtime", "this runner does not trace")
+        from drkernel.verify.trace import TraceError
+
+        try:
+            header, payload = self.trace(self.staged[0])
+        except TraceError as e:
+            raise Fault("runtime", f"the forward cannot be traced for the CPU model: {e}") from e
+        self.reply({"type": "trace", **header}, payload)

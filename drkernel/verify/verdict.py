@@ -27,6 +27,7 @@ class Verdict:
     ref_ms: float | None = None
     coverage: float | None = None
     phase_s: dict[str, float] = field(default_factory=dict)
+    timing_source: str | None = None  # set when the times are not measured (cpu_model)
 
     def check(self, name: CheckName, passed: bool, detail: str = "") -> None:
         self.checks.append({"name": name, "passed": passed, "detail": detail})
@@ -75,6 +76,6 @@ class Verdict:
             status="ok", compiled=self.compiled, correct=correct, hack=hack, runtime_ms=runtime,
             ref_runtime_ms=ref_runtime, speedup=speedup, coverage=coverage, reward=reward,
             error=ErrorInfo(**self.error) if self.error else None,  # type: ignore[arg-type]
-            device=self.device, timing_source=TIMING_SOURCE[self.device] if runtime is not None else None,
+            device=self.device, timing_source=(self.timing_source or TIMING_SOURCE[self.device]) if runtime is not None else None,
             checks=[CheckRecord(**c) for c in self.checks], details=details, elapsed_s=time.perf_counter() - t0,
         )
