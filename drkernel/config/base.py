@@ -3,6 +3,11 @@
 A config is a pydantic model whose fields all carry defaults and one-line docs. YAML files in
 configs/ fill it; `key.sub=value` arguments on the command line override single fields. Unknown
 keys are rejected at every level so a typo never silently falls back to a default.
+
+A file may layer on others, as verl recipes do: `defaults: [base.yaml, {algorithm: recipe.yaml}]` reads
+each listed file (paths relative to the listing file; a `{section: file}` entry places that file under
+`section`), merges them in order, then the file's own keys; mappings merge key by key, anything else
+(scalars, lists, null) replaces what came before. So a variant holds only what differs from its base.
 """
 
 from __future__ import annotations
@@ -61,20 +66,55 @@ def _format_errors(err: ValidationError) -> str:
     return "; ".join(lines)
 
 
-def load_config(cls: type[T], path: str | Path | None = None, overrides: list[str] | None = None) -> T:
-    """Build `cls` from an optional YAML file plus overrides; raise ConfigError naming bad keys."""
+DEFAULTS_KEY = "defaults"
+
+
+def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` written onto a copy of `base`: mappings merge recursively, other values replace."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def read_config_file(path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """The mapping a config file describes once its `defaults` are resolved (see the module docstring)."""
+    p = Path(path).resolve()
+    if p in _chain:
+        raise ConfigError(f"config files include each other: {' -> '.join(str(c) for c in (*_chain, p))}")
+    if not p.is_file():
+        where = f" (listed in {_chain[-1]})" if _chain else ""
+        raise ConfigError(f"config file not found: {Path(path)}{where}")
+    try:
+        loaded = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config file {p} is not valid YAML: {e}") from None
+    if loaded is not None and not isinstance(loaded, dict):
+        raise ConfigError(f"config file {p} must hold a mapping at the top level")
+    own = dict(loaded or {})
+    layers = own.pop(DEFAULTS_KEY, None) or []
+    if not isinstance(layers, list):
+        layers = [layers]
     data: dict[str, Any] = {}
-    if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"config file not found: {p}")
-        try:
-            loaded = yaml.safe_load(p.read_text())
-        except yaml.YAMLError as e:
-            raise ConfigError(f"config file {p} is not valid YAML: {e}") from None
-        if loaded is not None and not isinstance(loaded, dict):
-            raise ConfigError(f"config file {p} must hold a mapping at the top level")
-        data = loaded or {}
+    for entry in layers:
+        if isinstance(entry, str):
+            data = merge(data, read_config_file(p.parent / entry, (*_chain, p)))
+        elif isinstance(entry, dict) and len(entry) == 1 and all(isinstance(v, str) for v in entry.values()):
+            (section, file), = entry.items()
+            data = merge(data, {section: read_config_file(p.parent / file, (*_chain, p))})
+        else:
+            raise ConfigError(f"{p}: each `{DEFAULTS_KEY}` entry is a file name or {{section: file name}}, "
+                              f"not {entry!r}")
+    return merge(data, own)
+
+
+def load_config(cls: type[T], path: str | Path | None = None, overrides: list[str] | None = None) -> T:
+    """Build `cls` from an optional YAML file (with its `defaults` layers) plus overrides; raise ConfigError
+    naming bad keys."""
+    data = read_config_file(path) if path is not None else {}
     data = apply_overrides(data, overrides or [])
     try:
         return cls.model_validate(data)

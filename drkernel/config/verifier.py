@@ -12,7 +12,8 @@ DeviceName = Literal["auto", "cpu", "cuda", "npu"]
 
 
 class VerifyOptions(StrictModel):
-    """Everything that changes a verdict; part of the cache key of a result (the reward is not: see rl.rewards.score)."""
+    """Everything that changes a verdict; part of the cache key of a result (the reward is not: see
+    rl.rewards.score)."""
 
     device: DeviceName = Field("auto", description="where to run: auto picks cuda, then npu, then cpu")
     entry_point: str = Field("Model", description="reference class name; the candidate defines <name>New")
@@ -22,8 +23,12 @@ class VerifyOptions(StrictModel):
         "strict", description="strict: KernelBench's allclose AND relative L2 error <= rtol; kernelbench: allclose only"
     )
     num_correct_trials: int = Field(5, ge=1, le=20, description="seeds of the correctness check")
-    num_perf_trials: int = Field(30, ge=1, le=1000, description="timed calls of each model (median reported); 5 on CPU when left unset")
-    num_warmup: int = Field(3, ge=0, le=100, description="untimed calls of each model before timing; 1 on CPU when left unset")
+    num_perf_trials: int = Field(
+        30, ge=1, le=1000, description="timed calls of each model (median reported); 5 on CPU when left unset"
+    )
+    num_warmup: int = Field(
+        3, ge=0, le=100, description="untimed calls of each model before timing; 1 on CPU when left unset"
+    )
     timeout_s: float = Field(180.0, gt=0, le=3600, description="wall-clock limit of one evaluation")
     require_triton: bool = Field(True, description="demand @triton.jit kernels that launch; off for sanity runs")
     measure_performance: bool = Field(True, description="time reference and candidate after correctness")

@@ -71,3 +71,34 @@ def test_apply_overrides_does_not_mutate_input():
     data = {"inner": {"lr": 1}}
     out = apply_overrides(data, ["inner.lr=2"])
     assert data == {"inner": {"lr": 1}} and out == {"inner": {"lr": 2}}
+
+
+def test_defaults_layer_in_order_and_the_file_wins(tmp_path):
+    (tmp_path / "base.yaml").write_text("name: base\ntags: [a, b]\ninner:\n  lr: 0.1\n  steps: 3\n")
+    (tmp_path / "mid.yaml").write_text("defaults: [base.yaml]\ninner:\n  steps: 5\n")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "top.yaml").write_text("defaults:\n  - ../mid.yaml\ntags: [c]\ninner:\n  lr: 0.2\n")
+    cfg = load_config(Outer, sub / "top.yaml")
+    # mappings merge key by key, lists replace; paths are relative to the listing file
+    assert (cfg.name, cfg.tags, cfg.inner.lr, cfg.inner.steps) == ("base", ["c"], 0.2, 5)
+    assert load_config(Outer, sub / "top.yaml", ["inner.steps=9"]).inner.steps == 9  # overrides come last
+
+
+def test_defaults_entry_places_a_file_under_a_section(tmp_path):
+    (tmp_path / "inner.yaml").write_text("lr: 0.5\n")
+    (tmp_path / "top.yaml").write_text("defaults:\n  - inner: inner.yaml\ninner:\n  steps: 2\n")
+    assert load_config(Outer, tmp_path / "top.yaml").inner == Inner(lr=0.5, steps=2)
+
+
+def test_defaults_errors_name_the_file(tmp_path):
+    (tmp_path / "a.yaml").write_text("defaults: [b.yaml]\n")
+    (tmp_path / "b.yaml").write_text("defaults: [a.yaml]\n")
+    with pytest.raises(ConfigError, match="include each other"):
+        load_config(Outer, tmp_path / "a.yaml")
+    (tmp_path / "c.yaml").write_text("defaults: [gone.yaml]\n")
+    with pytest.raises(ConfigError, match=r"gone\.yaml \(listed in .*c\.yaml\)"):
+        load_config(Outer, tmp_path / "c.yaml")
+    (tmp_path / "d.yaml").write_text("defaults: [{inner: x.yaml, name: y.yaml}]\n")
+    with pytest.raises(ConfigError, match="file name or"):
+        load_config(Outer, tmp_path / "d.yaml")
