@@ -22,7 +22,7 @@ from drkernel.perfmodel.cost import LaunchCount
 FREE = frozenset({
     "aten::empty.memory_format", "aten::empty_strided", "aten::empty_like", "aten::detach", "aten::alias",
     "aten::lift_fresh", "aten::new_empty", "aten::new_empty_strided", "aten::set_.source_Storage_storage_offset",
-    "aten::resize_", "aten::_local_scalar_dense",
+    "aten::resize_", "aten::_local_scalar_dense", "aten::_unsafe_view", "aten::_reshape_alias",
 })
 
 

@@ -1,0 +1,61 @@
+"""Small real Triton kernels whose bytes, flops and launches the tests compute by hand."""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(a, b, o, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(o + offs, tl.load(a + offs, mask=m) + tl.load(b + offs, mask=m), mask=m)
+
+
+@triton.jit
+def add_twice_kernel(a, b, o, n, BLOCK: tl.constexpr):
+    """a + a + b, loading a twice: the same result with re-read traffic."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(a + offs, mask=m)
+    y = tl.load(a + offs, mask=m)
+    tl.store(o + offs, x + y + tl.load(b + offs, mask=m), mask=m)
+
+
+@triton.jit
+def add_once_kernel(a, b, o, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(a + offs, mask=m)
+    tl.store(o + offs, x + x + tl.load(b + offs, mask=m), mask=m)
+
+
+@triton.jit
+def row_sum_kernel(x, o, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x + row * cols + offs, mask=offs < cols, other=0.0)
+    tl.store(o + row, tl.sum(v, axis=0))
+
+
+@triton.jit
+def fused_chain_kernel(x, o, n, BLOCK: tl.constexpr):
+    """relu(x * 2 + 1) in one pass."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(x + offs, mask=m)
+    tl.store(o + offs, tl.maximum(v * 2.0 + 1.0, 0.0), mask=m)
+
+
+@triton.jit
+def matmul_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pm = tl.program_id(0)
+    pn = tl.program_id(1)
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, K, BK):
+        x = tl.load(a + rm[:, None] * K + (k + rk)[None, :])
+        y = tl.load(b + (k + rk)[:, None] * N + rn[None, :])
+        acc += tl.dot(x, y)
+    tl.store(c + rm[:, None] * N + rn[None, :], acc)

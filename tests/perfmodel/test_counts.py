@@ -1,0 +1,120 @@
+"""Hand-computed bytes, flops and launches for small real kernels (interpreter) and their eager references."""
+
+import pytest
+import torch
+
+from drkernel.perfmodel import PROFILES, LaunchCount, get_profile, launch_seconds, model_time
+from drkernel.perfmodel.aten_count import AtenCounter
+from drkernel.perfmodel.triton_count import OutsideBuffers, TritonCounter
+
+from . import kernels as k
+
+H200 = get_profile("h200")
+
+
+def _one(counter: TritonCounter) -> LaunchCount:
+    assert len(counter.launches) == 1
+    return counter.launches[0]
+
+
+def test_elementwise_kernel_counts_each_byte_once():
+    a, b, o = torch.randn(1000), torch.randn(1000), torch.empty(1000)
+    with TritonCounter() as c:
+        k.add_kernel[(8,)](a, b, o, 1000, BLOCK=128)  # 1024 lanes, 24 masked off
+    got = _one(c)
+    assert (got.name, got.kind, got.read_bytes, got.write_bytes, got.reread_bytes, got.flops) == \
+        ("add_kernel", "triton", 8000, 4000, 0, {})
+    assert launch_seconds(got, H200) == pytest.approx(12000 / 4.3e12 + 4e-6)
+    with AtenCounter() as ref:
+        torch.add(a, b)
+    assert [(x.name, x.read_bytes, x.write_bytes) for x in ref.launches] == [("aten::add.Tensor", 8000, 4000)]
+
+
+def test_reduction_kernel_and_its_reference():
+    x, o = torch.randn(4, 256), torch.empty(4)
+    with TritonCounter() as c:
+        k.row_sum_kernel[(4,)](x, o, 256, BLOCK=256)
+    got = _one(c)
+    assert (got.read_bytes, got.write_bytes, got.reread_bytes) == (4096, 16, 0)
+    torch.testing.assert_close(o, x.sum(1))
+    with AtenCounter() as ref:
+        x.sum(1)
+    assert [(r.name, r.read_bytes, r.write_bytes) for r in ref.launches] == [("aten::sum.dim_IntList", 4096, 16)]
+
+
+def test_tiled_matmul_counts_rereads_and_dot_flops():
+    a, b, c = torch.randn(32, 32), torch.randn(32, 32), torch.empty(32, 32)
+    with TritonCounter() as cnt:
+        k.matmul_kernel[(2, 2)](a, b, c, 32, 32, 32, BM=16, BN=16, BK=16)
+    got = _one(cnt)
+    # 4 programs each load a 16x32 strip of A and a 32x16 strip of B: 16 KiB loaded, 8 KiB distinct.
+    assert (got.read_bytes, got.write_bytes, got.reread_bytes) == (8192, 4096, 8192)
+    assert got.flops == {"tf32": 2.0 * 32 ** 3}  # fp32 tl.dot defaults to TF32
+    torch.testing.assert_close(c, a @ b, atol=1e-3, rtol=1e-3)
+    with AtenCounter() as ref:
+        torch.mm(a, b)
+    (r,) = ref.launches
+    assert (r.name, r.read_bytes, r.write_bytes, r.flops) == ("aten::mm", 8192, 4096, {"fp32": 2.0 * 32 ** 3})
+    big = LaunchCount("mm", "triton", 0, 0, 0, {"tf32": 495e12})
+    assert launch_seconds(big, H200) == pytest.approx(1.0 + 4e-6)  # compute-bound: flops / peak
+
+
+def test_fused_chain_models_faster_than_unfused_reference():
+    x, o = torch.randn(1 << 16), torch.empty(1 << 16)
+    with TritonCounter() as c:
+        k.fused_chain_kernel[(64,)](x, o, x.numel(), BLOCK=1024)
+    with AtenCounter() as ref:
+        expect = torch.relu(x * 2.0 + 1.0)
+    torch.testing.assert_close(o, expect)
+    assert [r.name for r in ref.launches] == ["aten::mul.Tensor", "aten::add.Tensor", "aten::relu"]
+    assert sum(r.read_bytes + r.write_bytes for r in ref.launches) == 3 * 2 * x.numel() * 4
+    fused, unfused = model_time(c.launches, H200), model_time(ref.launches, H200)
+    assert fused.read_bytes + fused.write_bytes == 2 * x.numel() * 4
+    assert fused.seconds < unfused.seconds / 2.5
+
+
+def test_reading_input_twice_models_slower_than_once():
+    a, b = torch.randn(1 << 16), torch.randn(1 << 16)
+    o1, o2 = torch.empty_like(a), torch.empty_like(a)
+    with TritonCounter() as twice:
+        k.add_twice_kernel[(64,)](a, b, o1, a.numel(), BLOCK=1024)
+    with TritonCounter() as once:
+        k.add_once_kernel[(64,)](a, b, o2, a.numel(), BLOCK=1024)
+    torch.testing.assert_close(o1, o2)
+    assert _one(twice).reread_bytes == a.numel() * 4 and _one(once).reread_bytes == 0
+    assert model_time(twice.launches, H200).seconds > model_time(once.launches, H200).seconds
+
+
+def test_views_and_allocations_launch_nothing_in_the_reference():
+    x = torch.randn(8, 16)
+    with AtenCounter() as ref:
+        y = x.t().reshape(128)  # a copy (flattening a transposed view): one launch
+        torch.empty_like(x)
+        x.view(128)
+    assert [r.name for r in ref.launches] == ["aten::clone"]
+    assert y.shape == (128,)
+
+
+def test_access_outside_allowed_buffers_is_refused_before_it_happens():
+    a, b, o = torch.randn(256), torch.randn(256), torch.empty(256)
+    allowed = [(t.data_ptr(), t.data_ptr() + 1024) for t in (a, o)]  # b not reported
+    with TritonCounter(allowed=allowed), pytest.raises(Exception) as err:
+        k.add_kernel[(2,)](a, b, o, 256, BLOCK=128)
+    chain, e = [], err.value
+    while e is not None:
+        chain.append(type(e))
+        e = e.__cause__ or e.__context__
+    assert OutsideBuffers in chain
+    with TritonCounter(allowed=allowed + [(b.data_ptr(), b.data_ptr() + 1024)]) as c:
+        k.add_kernel[(2,)](a, b, o, 256, BLOCK=128)
+    assert _one(c).read_bytes == 2048
+
+
+def test_profiles_name_a_source_for_every_number():
+    assert set(PROFILES) == {"h200", "a100", "ascend910b"}
+    for p in PROFILES.values():
+        numbers = {f for f in vars(p) if f not in ("name", "sources")}
+        assert numbers <= set(p.sources), p.name
+    assert "measured" in H200.sources["dram_bytes_per_s"] and "measured" in H200.sources["bf16_flops"]
+    with pytest.raises(ValueError):
+        get_profile("h100")
