@@ -1,0 +1,163 @@
+"""The job as users start it: `ray job submit` to a two-node cluster on this host (`ray start --head` plus
+`ray start --address`), actors on both nodes, and `ray job stop` leaving no fork-server or engine behind.
+
+The cluster is private to this test: its own --temp-dir, and every port of both nodes chosen free here. Ray's
+defaults are fixed numbers (dashboard agent 52365, client server 10001) that the session cluster of
+tests/conftest.py (or any other Ray on the machine) already holds; with them the head's dashboard agent
+cannot bind its HTTP port, stays up without it, and every submission is refused with "No available agent to
+submit job". The test therefore runs beside the session cluster on purpose. It is stopped by killing only its
+own processes: `ray stop` would also stop every other Ray on the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+STEPS = 50  # never reached: the job is stopped after its first step
+
+
+def _ports(n: int) -> list[int]:
+    """n distinct free ports outside Ray's default worker range (10002-19999), which a GCS port may not use."""
+    found: list[int] = []
+    held = []
+    try:
+        while len(found) < n:
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            held.append(s)
+            port = s.getsockname()[1]
+            if not 10002 <= port <= 19999:
+                found.append(port)
+    finally:
+        for s in held:
+            s.close()
+    return found
+
+
+def _ray(*args: str, env: dict, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "ray"), *args], env=env, cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _node_ports(ports: list[int]) -> list[str]:
+    """The ports every node opens; left to Ray they collide with another Ray on the same host."""
+    agent, agent_grpc, metrics, runtime_env, node_manager, object_manager = ports
+    return [f"--dashboard-agent-listen-port={agent}", f"--dashboard-agent-grpc-port={agent_grpc}",
+            f"--metrics-export-port={metrics}", f"--runtime-env-agent-port={runtime_env}",
+            f"--node-manager-port={node_manager}", f"--object-manager-port={object_manager}"]
+
+
+def _cluster_processes(mark: re.Pattern) -> list[psutil.Process]:
+    """Processes naming this cluster (its temp dir or GCS port) and all their descendants: the dashboard
+    agent and workers retitle themselves ('ray::DashboardAgent'), so only their ancestry names them."""
+    mine = {}
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if proc.pid != os.getpid() and mark.search(" ".join(proc.info["cmdline"] or [])):
+                mine[proc.pid] = proc
+                mine.update({c.pid: c for c in proc.children(recursive=True)})
+        except psutil.Error:
+            continue
+    return list(mine.values())
+
+
+@pytest.fixture(scope="module")
+def two_node_cluster(ray_cluster, tmp_path_factory):
+    """Depends on the session cluster so that a Ray holding the default ports is always up beside this one."""
+    temp_dir = tmp_path_factory.mktemp("raytmp")
+    gcs, dashboard, client, *ports = _ports(15)
+    # Ray 2.60's `ray start` turns token auth on; the job's `python` is the cluster's, so the venv leads PATH.
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {
+        "RAY_AUTH_MODE": "token", "PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0",
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    mark = re.compile(rf"{re.escape(str(temp_dir))}|:{gcs}\b")
+    try:
+        head = _ray("start", "--head", f"--port={gcs}", f"--dashboard-port={dashboard}", "--include-dashboard=true",
+                    "--dashboard-host=127.0.0.1", f"--ray-client-server-port={client}", "--num-cpus=1",
+                    f"--temp-dir={temp_dir}", *_node_ports(ports[:6]), env=env)
+        assert head.returncode == 0, head.stderr[-3000:]
+        worker = _ray("start", f"--address=127.0.0.1:{gcs}", "--num-cpus=2", *_node_ports(ports[6:12]), env=env)
+        assert worker.returncode == 0, worker.stderr[-3000:]
+        yield {"address": f"http://127.0.0.1:{dashboard}", "env": env}
+    finally:
+        procs = _cluster_processes(mark)
+        for proc in procs:
+            try:
+                proc.send_signal(signal.SIGTERM)
+            except psutil.Error:
+                pass
+        _, alive = psutil.wait_procs(procs, timeout=20)
+        for proc in alive:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+
+
+def _submit(cluster: dict, args: list[str]) -> str:
+    out = _ray("job", "submit", "--address", cluster["address"], "--working-dir", ".", "--runtime-env",
+               "runtime_env.yaml", "--no-wait", "--", "python", "-m", "pipelines.train", *args, env=cluster["env"])
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    found = re.search(r"raysubmit_\w+", out.stdout + out.stderr)
+    assert found, out.stdout
+    return found.group(0)
+
+
+def _status(cluster: dict, job: str) -> str:
+    out = _ray("job", "status", "--address", cluster["address"], job, env=cluster["env"])
+    text = out.stdout + out.stderr  # e.g. "Job 'raysubmit_x' succeeded" / "... is currently RUNNING"
+    found = re.search(r"Job '\S+' (succeeded|failed|was stopped)|Status for job '\S+': (?:JobStatus\.)?(\w+)", text)
+    if not found:
+        return "UNKNOWN"
+    word = found.group(1) or found.group(2)
+    return {"succeeded": "SUCCEEDED", "failed": "FAILED", "was stopped": "STOPPED"}.get(word, word.upper())
+
+
+def _logs(cluster: dict, job: str) -> str:
+    return _ray("job", "logs", "--address", cluster["address"], job, env=cluster["env"]).stdout
+
+
+def _engines_and_forkservers() -> set[str]:
+    """Serve replicas of this job's apps and fork-servers running on this host."""
+    left = set()
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if "drkernel-train-policy" in cmd or "drkernel-train-verifier" in cmd or "multiprocessing.forkserver" in cmd:
+            left.add(cmd[:200])
+    return left
+
+
+def test_submitted_job_runs_on_two_nodes_and_stop_leaves_nothing(two_node_cluster, tiny_recipe, tmp_path):
+    _, overrides = tiny_recipe
+    cluster = two_node_cluster
+    before = _engines_and_forkservers()
+
+    job = _submit(cluster, [*overrides, f"trainer.total_steps={STEPS}", f"trainer.output_dir={tmp_path / 'run'}"])
+    deadline = time.monotonic() + 600
+    while f"step 1/{STEPS}" not in (logs := _logs(cluster, job)):
+        assert _status(cluster, job) in ("PENDING", "RUNNING"), logs[-4000:]
+        assert time.monotonic() < deadline, "no training step within 10 minutes"
+        time.sleep(3)
+    placed = re.search(r"actors and replicas of this job on (\d+) node", logs)
+    assert placed and int(placed.group(1)) == 2, logs[-3000:]
+
+    stop = _ray("job", "stop", "--address", cluster["address"], job, env=cluster["env"], timeout=180)
+    assert stop.returncode == 0, stop.stderr[-2000:]
+    assert _status(cluster, job) == "STOPPED", _logs(cluster, job)[-3000:]
+    deadline = time.monotonic() + 60
+    while _engines_and_forkservers() - before and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not _engines_and_forkservers() - before, "engines or fork-servers outlived `ray job stop`"
