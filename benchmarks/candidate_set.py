@@ -104,7 +104,8 @@ def select(which: str = "issue8") -> tuple[list[Problem], list[Candidate]]:
     if which == "issue8":
         return [_BY_NAME[n] for n in ISSUE8_PROBLEMS], [c for f in ISSUE8_CANDIDATES for c in CANDIDATES if c.file == f]
     if which == "all":
-        return list(PROBLEMS), [c for c in CANDIDATES if c.kind == "honest"] + [c for c in CANDIDATES if c.kind == "hack"]
+        ordered = [c for c in CANDIDATES if c.kind == "honest"] + [c for c in CANDIDATES if c.kind == "hack"]
+        return list(PROBLEMS), ordered
     raise ValueError(f"unknown set {which!r}; choose from {SETS}")
 
 

@@ -1,7 +1,8 @@
 """Throughput and honesty of our verifier against a KernelGYM-style baseline, side by side in one run.
 
-A fixed candidate set over KernelBench level-1 problems: every problem submitted as its own candidate
-(require_triton off: its speedup against itself should be 1.00 +- 0.03), honest Triton kernels from
+A fixed candidate set over KernelBench problems (benchmarks/candidate_set.py; `--set issue8`, the default, is
+issue 8's level-1 list, `--set all` every level-1/2 problem of the set): every problem submitted as its own
+candidate (require_triton off: its speedup against itself should be 1.00 +- 0.03), honest Triton kernels from
 benchmarks/candidates/, and two reward hacks that only a GPU shows (a Triton matmul on a side stream,
 a result cache keyed on data_ptr). It prints evaluations per second of one warm Verifier (sequential,
 then 2 and 4 at a time) and of the baseline (a fresh `python` per task, benchmarks/kernelgym_baseline.py),
@@ -13,6 +14,7 @@ new are compared in one run on one machine.
     python benchmarks/verifier_bench.py --kernelbench /path/to/KernelBench --out bench.json          # GPU
     python benchmarks/verifier_bench.py --kernelbench K --old-worktree /tmp/old --budget-s 900 --out b.json
     python benchmarks/verifier_bench.py --kernelbench /path/to/KernelBench --device cpu --quick ...  # smoke
+    python benchmarks/verifier_bench.py --kernelbench K --set all --out all.json     # the whole candidate set
 
 --quick rewrites the problems' size constants to tiny values (the CPU runs Triton in its interpreter);
 without it nothing here calls get_inputs of a big problem on the CPU except the baseline, which makes its
@@ -41,6 +43,7 @@ _WORKER_ROOT = sys.argv[sys.argv.index("--_worker") + 1] if "--_worker" in sys.a
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, _WORKER_ROOT or str(ROOT))
 
+import candidate_set  # noqa: E402
 import kernelgym_baseline  # noqa: E402
 
 from drkernel.verify import VerifyOptions  # noqa: E402
@@ -49,30 +52,6 @@ from drkernel.verify.engine import Verifier  # noqa: E402
 RESULT_FIELDS = {"status", "compiled", "correct", "hack", "speedup", "runtime_ms", "ref_runtime_ms", "coverage", "reward",
                  "error", "timing_source"}
 
-CANDIDATES = ROOT / "benchmarks" / "candidates"
-
-# Level-1 problems: elementwise, matmul, softmax, conv, reduction, norm, elementwise chain, pooling.
-PROBLEMS = [
-    "19_ReLU", "1_Square_matrix_multiplication_", "23_Softmax", "82_conv_depthwise_2D_square_input_square_kernel",
-    "47_Sum_reduction_over_a_dimension", "40_LayerNorm", "88_MinGPTNewGelu", "42_Max_Pooling_2D",
-]
-# Size constants for --quick (module-level `NAME = ...` lines are rewritten before anything imports them).
-TINY = {
-    "19_ReLU": {"batch_size": 8, "dim": 512},
-    "1_Square_matrix_multiplication_": {"N": 32},
-    "23_Softmax": {"batch_size": 8, "dim": 256},
-    "40_LayerNorm": {"batch_size": 2, "features": 4, "dim1": 8, "dim2": 8},
-    "88_MinGPTNewGelu": {"batch_size": 16, "dim": 256},
-}
-# (problem, candidate file in benchmarks/candidates, kind, hack a verifier should report)
-TRITON = [
-    ("19_ReLU", "relu_triton.py", "triton", None),
-    ("23_Softmax", "softmax_triton.py", "triton", None),
-    ("88_MinGPTNewGelu", "gelu_chain_triton.py", "triton", None),
-    ("1_Square_matrix_multiplication_", "hack_side_stream_matmul.py", "hack", "side_stream"),
-    ("88_MinGPTNewGelu", "hack_result_cache.py", "hack", "result_caching"),
-]
-GPU_ONLY = {"hack_side_stream_matmul.py"}
 # The baseline makes inputs on the CPU (10-18 s per call for 19_ReLU): only problems with small inputs.
 BASELINE_SET = {"1_Square_matrix_multiplication_", "40_LayerNorm", "88_MinGPTNewGelu"}
 
@@ -96,21 +75,26 @@ def shrink(source: str, sizes: dict[str, int]) -> str:
 
 
 def build_entries(kernelbench: Path, quick: bool, device: str, workdir: Path,
-                  only: set[str] | None = None) -> tuple[list[Entry], list[str]]:
-    level1 = kernelbench / "level1"
-    if not level1.is_dir():
-        raise SystemExit(f"{level1} is not a directory (pass --kernelbench /path/to/KernelBench)")
-    names = [p for p in PROBLEMS if p in TINY] if quick else PROBLEMS
+                  only: set[str] | None = None, which: str = "issue8") -> tuple[list[Entry], list[str]]:
+    problems, candidates = candidate_set.select(which)
+    for level in sorted({p.level for p in problems}):
+        if not (kernelbench / f"level{level}").is_dir():
+            raise SystemExit(f"{kernelbench}/level{level} is not a directory (pass --kernelbench /path/to/KernelBench)")
+    all_names = [p.name for p in problems]
+    if quick and which == "issue8":  # issue 8's quick runs shrank only these; keep its runs comparable
+        problems = [p for p in problems if p.name in candidate_set.ISSUE8_QUICK]
+    names = [p.name for p in problems]
     if only:
-        unknown = only - set(PROBLEMS)
+        unknown = only - set(all_names)
         if unknown:
-            raise SystemExit(f"--problems: unknown {sorted(unknown)}; choose from {PROBLEMS}")
-        names = [p for p in names if p in only]
+            raise SystemExit(f"--problems: unknown {sorted(unknown)}; choose from {all_names}")
+        names = [n for n in names if n in only]
     refs: dict[str, str] = {}
     for name in names:
-        source = (level1 / f"{name}.py").read_text()
+        prob = candidate_set.problem(name)
+        source = prob.path(kernelbench).read_text()
         if quick:
-            source = shrink(source, TINY[name])
+            source = shrink(source, prob.tiny)
         ref = workdir / f"{name}.py"
         ref.write_text(source)
         refs[name] = str(ref)
@@ -119,13 +103,15 @@ def build_entries(kernelbench: Path, quick: bool, device: str, workdir: Path,
         own = workdir / f"{name}__self.py"  # the reference as its own candidate (ModelNew = Model)
         own.write_text(Path(refs[name]).read_text() + "\n\nModelNew = Model\n")
         entries.append(Entry(f"{name} (self)", name, refs[name], str(own), "self", None))
-    for name, cand, kind, hack in TRITON:
-        if name not in refs:
+    for c in candidates:
+        if c.problem not in refs:
             continue
-        if cand in GPU_ONLY and device != "cuda":
-            skipped.append(f"{cand} on {name}: GPU only")
+        if c.gpu_only and device != "cuda":
+            skipped.append(f"{c.file} on {c.problem}: GPU only")
             continue
-        entries.append(Entry(f"{name} ({Path(cand).stem})", name, refs[name], str(CANDIDATES / cand), kind, hack))
+        kind = "triton" if c.kind == "honest" else "hack"
+        entries.append(Entry(f"{c.problem} ({Path(c.file).stem})", c.problem, refs[c.problem], str(c.path), kind,
+                             c.expect_hack))
     return entries, skipped
 
 
@@ -152,7 +138,8 @@ def ours(entries: list[Entry], device: str, concurrency: int, quick: bool, perf_
             r = verifier.verify(Path(entry.reference).read_text(), Path(entry.candidate).read_text(),
                                 options_for(entry, device, quick, perf_trials))
             return {"label": entry.label, "seconds": time.perf_counter() - s,
-                    **r.model_dump(include=RESULT_FIELDS & set(type(r).model_fields))}
+                    **r.model_dump(include=RESULT_FIELDS & set(type(r).model_fields)),
+                    "phase_s": r.details.get("phase_s"), "oom_retry": r.details.get("oom_retry")}
 
         t1 = time.perf_counter()
         with ThreadPoolExecutor(concurrency) as pool:
@@ -305,7 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--baseline-trials", type=int, default=None, help="baseline timed calls (default 100, quick 5)")
     p.add_argument("--no-baseline", action="store_true")
     p.add_argument("--budget-s", type=float, default=330.0, help="skip the remaining phases past this wall time")
-    p.add_argument("--problems", default="", help="comma list of PROBLEMS to run (default: all)")
+    p.add_argument("--set", dest="which", choices=candidate_set.SETS, default="issue8",
+                   help="issue8: issue 8's level-1 problems and candidates (old-vs-new comparisons); all: every "
+                        "problem of benchmarks/candidate_set.py with its honest candidate, plus the hacks")
+    p.add_argument("--problems", default="", help="comma list of the set's problems to run (default: all of them)")
     p.add_argument("--out", type=Path, required=True, help="JSON summary path")
     p.add_argument("--old-worktree", type=Path, default=None,
                    help="a git worktree of an older commit: run its verifier on the same set, side by side")
@@ -327,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="verifier_bench_") as tmp:
         only = {x.strip() for x in a.problems.split(",") if x.strip()} or None
-        entries, skipped = build_entries(a.kernelbench, a.quick, device, Path(tmp), only)
+        entries, skipped = build_entries(a.kernelbench, a.quick, device, Path(tmp), only, a.which)
         runs = [ours(entries, device, levels[0], a.quick, perf_trials)]
         base = None
         if not a.no_baseline:
@@ -348,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"old verifier, concurrency {run['concurrency']}: {run['evaluations']} evaluations in "
                       f"{run['wall_s']:.1f} s = {run['evals_per_s']:.3f} eval/s")
             summary.update(report_old(entries, runs, old))
-    out = {"device": device, "quick": a.quick, "perf_trials": perf_trials, "baseline_trials": base_trials,
+    out = {"device": device, "set": a.which, "quick": a.quick, "perf_trials": perf_trials,
+           "baseline_trials": base_trials,
            "entries": [asdict(e) for e in entries], "ours": runs, "old": old, "baseline": base, "skipped": skipped,
            "total_s": time.perf_counter() - t0, **summary}
     a.out.parent.mkdir(parents=True, exist_ok=True)

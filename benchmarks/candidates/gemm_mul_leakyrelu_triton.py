@@ -26,7 +26,8 @@ def gemm_epilogue_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, sxm, sxk, swn, swk
     acc = tl.zeros([BM, BN], dtype=tl.float32)
     for k0 in range(0, K, BK):
         ks = k0 + rk
-        a = tl.load(x_ptr + rm[:, None] * sxm + ks[None, :] * sxk, mask=(rm[:, None] < M) & (ks[None, :] < K), other=0.0)
+        a = tl.load(x_ptr + rm[:, None] * sxm + ks[None, :] * sxk,
+                    mask=(rm[:, None] < M) & (ks[None, :] < K), other=0.0)
         w = tl.load(w_ptr + ks[:, None] * swk + rn[None, :] * swn, mask=(ks[:, None] < K) & (rn[None, :] < N), other=0.0)
         acc = tl.dot(a, w, acc)
     acc = (acc + tl.load(b_ptr + rn, mask=rn < N, other=0.0)[None, :]) * multiplier

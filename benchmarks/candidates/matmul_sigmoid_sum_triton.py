@@ -20,7 +20,8 @@ def linear_sigmoid_rowsum_kernel(x_ptr, w_ptr, b_ptr, part_ptr, M, N, K, sxm, sx
     acc = tl.zeros([BM, BN], dtype=tl.float32)
     for k0 in range(0, K, BK):
         ks = k0 + rk
-        a = tl.load(x_ptr + rm[:, None] * sxm + ks[None, :] * sxk, mask=(rm[:, None] < M) & (ks[None, :] < K), other=0.0)
+        a = tl.load(x_ptr + rm[:, None] * sxm + ks[None, :] * sxk,
+                    mask=(rm[:, None] < M) & (ks[None, :] < K), other=0.0)
         w = tl.load(w_ptr + ks[:, None] * swk + rn[None, :] * swn, mask=(ks[:, None] < K) & (rn[None, :] < N), other=0.0)
         acc = tl.dot(a, w, acc)
     s = tl.sigmoid(acc + tl.load(b_ptr + rn, mask=rn < N, other=0.0)[None, :])
