@@ -20,7 +20,8 @@ def _tensor_stats(r: torch.Tensor, c: torch.Tensor, atol: float, rtol: float) ->
         rc, cc = rf[start:start + CHUNK], cf[start:start + CHUNK]
         if close and not bool(torch.isclose(cc, rc, atol=atol, rtol=rtol, equal_nan=True).all()):
             close = False
-        rd, cd = rc.double(), cc.double()
+        wide = torch.complex128 if rc.is_complex() else torch.float64  # .double() drops the imaginary part
+        rd, cd = rc.to(wide), cc.to(wide)
         both = torch.isfinite(rd) & torch.isfinite(cd)
         diff = torch.where(both, cd - rd, torch.zeros((), dtype=torch.float64, device=rd.device))
         if diff.numel():
