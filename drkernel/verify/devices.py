@@ -49,6 +49,23 @@ def probe_availability() -> dict[str, bool]:
     return found
 
 
+def accelerator_memory() -> dict[str, int]:
+    """Total memory in bytes of device 0 of each accelerator this process can see (imports torch)."""
+    import torch
+
+    found: dict[str, int] = {}
+    if torch.cuda.is_available():
+        found["cuda"] = int(torch.cuda.get_device_properties(0).total_memory)
+    try:
+        import torch_npu  # noqa: F401  (registers torch.npu)
+
+        if torch.npu.is_available():
+            found["npu"] = int(torch.npu.get_device_properties(0).total_memory)
+    except Exception:  # torch_npu absent or broken: no NPU
+        pass
+    return found
+
+
 def env_for(device: str) -> dict[str, str]:
     """Environment a child needs for `device` before any candidate kernel is defined.
 
@@ -90,9 +107,6 @@ class Backend:
     def flush_cache(self) -> None:
         """Evict the device's last-level cache between timed calls (no-op on CPU)."""
 
-    def release_memory(self) -> None:
-        """Hand cached free blocks back to the device so the other child of the evaluation can use them."""
-
     def time_call(self, fn: Callable[[], Any]) -> dict[str, float]:
         """Time one call: `ms` is the figure used; `stream_ms` excludes other streams (GPU only)."""
         t0 = time.perf_counter()
@@ -127,9 +141,6 @@ class CudaBackend(Backend):
 
     def current_stream(self) -> int | None:
         return int(self.torch.cuda.current_stream().cuda_stream)
-
-    def release_memory(self) -> None:
-        self.torch.cuda.empty_cache()
 
     def flush_cache(self) -> None:
         if self._flush_buf is None:
@@ -193,9 +204,6 @@ class NpuBackend(Backend):
 
     def current_stream(self) -> int | None:
         return int(self.torch.npu.current_stream().npu_stream)
-
-    def release_memory(self) -> None:
-        self.torch.npu.empty_cache()
 
     def flush_cache(self) -> None:
         if self._flush_buf is None:

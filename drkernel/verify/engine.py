@@ -17,6 +17,7 @@ re-validation, which only compares.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import multiprocessing.connection
@@ -26,20 +27,22 @@ import signal
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
+from drkernel.config.verifier import VerifyOptions
 from drkernel.verify.devices import DeviceUnavailable, resolve_device
 from drkernel.verify.entry import run as _entry
 from drkernel.verify.forkserver import PACKAGE_ROOT, ChildProcess
 from drkernel.verify.gate import check_source
-from drkernel.verify.options import VerifyOptions
-from drkernel.verify.result import ErrorInfo, VerifyResult
+from drkernel.verify.result import VerifyResult
 from drkernel.verify.sandbox import descendants, read_tail
 from drkernel.verify.verdict import Verdict
 
 CPU_PERF_TRIALS = 5  # CPU default when the caller left num_perf_trials unset: interpreter times are logic-level
 CPU_WARMUP = 1
 MAX_JUDGE_MESSAGE = 16 << 20
+MEMORY_SHARE = 0.85  # of an accelerator's memory that concurrent evaluations' estimates may add up to
 
 
 class _Infra(Exception):
@@ -80,7 +83,8 @@ class Verifier:
     """Owns a warm multiprocessing "forkserver" (preloaded torch+triton+our harness); thread-safe.
 
     `max_concurrency` evaluations run their compile/correctness phases at once; the timing and
-    profiling phase is exclusive per device. Use as a context manager or call close().
+    profiling phase is exclusive per device. On an accelerator, an evaluation that ran out of device
+    memory beside others is judged again alone (details.oom_retry). Use as a context manager or call close().
     Raises PreloadFailed at start when the fork-server could not preload the harness.
     """
 
@@ -90,13 +94,17 @@ class Verifier:
         t0 = time.perf_counter()
         self._ctx = multiprocessing.get_context("forkserver")
         self.server_info: dict[str, Any] = {}
+        self.device_memory: dict[str, int] = {}
         self.available = self._probe() if device != "cpu" and _accelerator_nodes() else {"cpu": True}
         self.device = resolve_device(device, self.available)
+        # Evaluations ask for an estimate of the device memory they will hold before they stage inputs; the
+        # estimates granted at once stay within this share of the device (one that needs more runs alone).
+        self._memory = _DeviceMemory(int(MEMORY_SHARE * self.device_memory.get(self.device, 0)))
         self._interpret = self.device == "cpu"
         if self._interpret:
             self._probe(interpret=True)  # start the interpreter-mode fork-server now, not in the first evaluation
         self.startup_s = time.perf_counter() - t0
-        self._slots = threading.BoundedSemaphore(max_concurrency)
+        self._admission = _Admission(max_concurrency)
         self._timing_lock = threading.Lock()
         self._live: set[Any] = set()
         self._live_lock = threading.Lock()
@@ -122,6 +130,7 @@ class Verifier:
                 proc.kill()
         self.server_info = {"preloaded": bool(info.get("preloaded")), "package_root": PACKAGE_ROOT,
                             "interpret": interpret}
+        self.device_memory = {str(k): int(v) for k, v in info.get("memory", {}).items()}
         if not info.get("preloaded"):
             raise PreloadFailed(
                 "the verifier's fork-server could not import drkernel.verify.preload (torch, Triton and the harness); "
@@ -155,8 +164,9 @@ class Verifier:
         t0 = time.perf_counter()
         if self._closed:
             return _infra_result("infra", "verifier is closed", self.device, t0)
-        if options.device not in ("auto", self.device):
-            return _infra_result("usage", f"this verifier runs on {self.device}, not {options.device}", self.device, t0)
+        refusal = options.device_refusal(self.device)
+        if refusal:
+            return _infra_result("usage", refusal, self.device, t0)
         v = Verdict(device=self.device)
         kernels: list[str] = []
         if gate:
@@ -170,13 +180,24 @@ class Verifier:
             kernels = list(result.triton_kernels)
         else:
             v.check("static_gate", True, "bypassed (test-only entry point)")
-        with self._slots:
-            try:
-                return self._evaluate(reference, candidate, options, v, kernels, t0)
-            except _Infra as e:
-                return _infra_result(e.kind, e.message, self.device, t0, v.details)
-            except Exception as e:  # a verifier bug must never look like a candidate's zero reward
-                return _infra_result("infra", f"verifier error: {type(e).__name__}: {e}", self.device, t0, v.details)
+        with self._admission.shared():
+            result = self._guarded(reference, candidate, options, Verdict.from_json(v.as_json()), kernels, t0)
+        if self.device != "cpu" and _out_of_memory(result):
+            # Device memory is shared by the evaluations running at once: a candidate (or the judge) that ran
+            # out of it is judged again with the device to itself, and only that verdict counts.
+            with self._admission.exclusive():
+                result = self._guarded(reference, candidate, options, Verdict.from_json(v.as_json()), kernels, t0)
+            result.details["oom_retry"] = "ran out of device memory beside other evaluations; judged again alone"
+        return result
+
+    def _guarded(self, reference: str, candidate: str, options: VerifyOptions, v: Verdict, kernels: list[str],
+                 t0: float) -> VerifyResult:
+        try:
+            return self._evaluate(reference, candidate, options, v, kernels, t0)
+        except _Infra as e:
+            return _infra_result(e.kind, e.message, self.device, t0, v.details)
+        except Exception as e:  # a verifier bug must never look like a candidate's zero reward
+            return _infra_result("infra", f"verifier error: {type(e).__name__}: {e}", self.device, t0, v.details)
 
     # -- one evaluation -----------------------------------------------------------------------
     def _spec(self, options: VerifyOptions, workdir: str, kernels: list[str]) -> dict[str, Any]:
@@ -265,6 +286,7 @@ class _Conversation:
         self.phase = "start"
         self.compiled = self.loaded = False
         self.holding_lock = False
+        self.memory_held = 0
 
     def run(self) -> Verdict:
         try:
@@ -287,11 +309,17 @@ class _Conversation:
                     raise _Infra("infra", f"the judge exited with code {judge.exitcode} during {self.phase}")
         finally:
             self._release()
+            self._release_memory()
 
     def _release(self) -> None:
         if self.holding_lock:
             self.holding_lock = False
             self.verifier._timing_lock.release()
+
+    def _release_memory(self) -> None:
+        if self.memory_held:
+            self.verifier._memory.release(self.memory_held)
+            self.memory_held = 0
 
     def _handle(self, m: dict[str, Any]) -> Verdict | None:
         kind = m.get("type")
@@ -309,6 +337,13 @@ class _Conversation:
                 self.v.phase_s["timing_lock_wait"] = waited
                 self.deadline += waited
             self.conn.send_bytes(b'{"type": "go"}')
+        elif kind == "want_memory":
+            t_wait = time.perf_counter()
+            self.memory_held = self.verifier._memory.acquire(int(m.get("bytes", 0)))
+            waited = time.perf_counter() - t_wait
+            self.v.phase_s["memory_wait"] = waited
+            self.deadline += waited
+            self.conn.send_bytes(b'{"type": "granted"}')
         elif kind == "timing_done":
             self._release()
         elif kind == "done":
@@ -353,6 +388,68 @@ class _Conversation:
         return self.v
 
 
+class _DeviceMemory:
+    """Estimated device bytes held by running evaluations; a request waits until it fits in the budget,
+    or until nothing else holds any (an evaluation larger than the budget then runs alone)."""
+
+    def __init__(self, budget: int) -> None:
+        self._cond = threading.Condition()
+        self._budget, self._used = budget, 0
+
+    def acquire(self, n: int) -> int:
+        n = max(0, n)
+        with self._cond:
+            self._cond.wait_for(lambda: self._used == 0 or self._used + n <= self._budget)
+            self._used += n
+        return n
+
+    def release(self, n: int) -> None:
+        with self._cond:
+            self._used -= n
+            self._cond.notify_all()
+
+
+class _Admission:
+    """Up to `slots` evaluations share the device; an exclusive one waits until none runs and holds new
+    ones back while it waits and runs."""
+
+    def __init__(self, slots: int) -> None:
+        self._cond = threading.Condition()
+        self._slots, self._active, self._exclusive, self._waiting = slots, 0, False, 0
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._exclusive and not self._waiting and self._active < self._slots)
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._active -= 1
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting += 1
+            self._cond.wait_for(lambda: not self._exclusive and self._active == 0)
+            self._waiting -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
+
+def _out_of_memory(result: VerifyResult) -> bool:
+    """The evaluation failed because a process of it could not get device memory."""
+    message = (result.error.message if result.error else "").lower()
+    return any(m in message for m in ("outofmemoryerror", "out of memory", "out of device memory"))
+
+
 def _remove_ipc_files(pid: int | None) -> None:
     """CUDA IPC reference-counter files (/dev/shm/torch_<pid>_*) of a child killed before torch could
     unlink them; left behind, they fill /dev/shm one evaluation at a time."""
@@ -375,8 +472,7 @@ def _accelerator_nodes() -> bool:
 
 
 def _infra_result(kind: str, message: str, device: str, t0: float, details: dict[str, Any] | None = None) -> VerifyResult:
-    return VerifyResult(status="infra_error", error=ErrorInfo(kind=kind, message=message),  # type: ignore[arg-type]
-                        device=device, details=details or {}, elapsed_s=time.perf_counter() - t0)
+    return VerifyResult.infra(kind, message, device, time.perf_counter() - t0, details)  # type: ignore[arg-type]
 
 
 def verify(reference: str, candidate: str, options: VerifyOptions | None = None) -> VerifyResult:

@@ -35,6 +35,7 @@ import torch
 
 from drkernel.verify import problem, protocol, tensors
 from drkernel.verify.devices import env_for, make_backend
+from drkernel.verify.result import CheckName, HackName
 from drkernel.verify.sandbox import capture_output, isolate
 from drkernel.verify.verdict import Verdict
 
@@ -42,6 +43,11 @@ ROUND_TARGET_S = 1e-3  # one timed round trip holds at least this much of the re
 MAX_CALLS_PER_ROUND = {"cpu": 2, "cuda": 64, "npu": 64}
 ROUND_BYTES = {"cpu": 256 << 20, "cuda": 4 << 30, "npu": 2 << 30}  # input+output bytes staged per round
 EMPTY_ROUND_TRIPS = 7
+# Device memory an evaluation asks the caller for before it stages inputs: the judge holds fresh, held,
+# pristine and bound copies of a set and its outputs (assumed about as large as the inputs), and each runner
+# its outputs and the forward's temporaries; plus three processes' contexts and a round's extra sets.
+MEMORY_PER_INPUT_BYTE = 12
+MEMORY_FIXED = 8 << 30
 REFERENCE_PAYLOAD = 16 << 30  # the reference runner is trusted; this only bounds a runaway
 COVERAGE_CALLS = {"cpu": 2, "cuda": 3, "npu": 3}  # fresh input sets the coverage pass runs, each once
 NOT_COMPILED = frozenset({"syntax", "import", "missing_model_new", "triton_compile"})
@@ -78,7 +84,8 @@ class Infra(Exception):
 class CandidateFault(Exception):
     """Decides the verdict against the candidate (optionally naming a hack)."""
 
-    def __init__(self, kind: str, message: str, detail: str = "", hack: tuple[str, str] | None = None) -> None:
+    def __init__(self, kind: str, message: str, detail: str = "",
+                 hack: tuple[HackName, CheckName] | None = None) -> None:
         super().__init__(message)
         self.kind, self.message, self.detail, self.hack = kind, message, detail, hack
 
@@ -98,6 +105,7 @@ class Channel:
         self.digest: str | None = None  # of the last run's outputs, as the runner reported it inside the timing
         self.want_digest = False
         self.calls = 0  # forwards this runner was ordered to observe (its evidence must account for them)
+        self.into_bound = False  # CUDA: the last run was ordered with output buffers bound for every call
 
     def order(self, *message: Any, tensors: bool = False) -> None:
         """Pickled here (the judge alone writes this channel). An order that carries CUDA tensors
@@ -167,6 +175,37 @@ def _spec_mismatch(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> str
     return None
 
 
+def _fits(held: list[list[Any]], sets: list[list[Any]]) -> bool:
+    """Whether new input sets can be copied into the ones a runner holds: as many or fewer sets, the same
+    tensor shapes, dtypes and strides, and equal non-tensor values."""
+    if not held or len(held) < len(sets):
+        return False
+    for old, new in zip(held, sets):
+        if len(old) != len(new):
+            return False
+        for a, b in zip(old, new):
+            if isinstance(a, torch.Tensor) != isinstance(b, torch.Tensor):
+                return False
+            if isinstance(a, torch.Tensor):
+                if a.shape != b.shape or a.dtype != b.dtype or a.stride() != b.stride() or a.device != b.device:
+                    return False
+            elif type(a) is not type(b) or a != b:
+                return False
+    return True
+
+
+def _bound_fits(bufs: list[Any], specs: list[dict[str, Any]]) -> bool:
+    """Whether one call's bound output buffers match the outputs a runner reported."""
+    if len(bufs) != len(specs):
+        return False
+    for b, s in zip(bufs, specs):
+        if (s["kind"] == "tensor") != isinstance(b, torch.Tensor):
+            return False
+        if isinstance(b, torch.Tensor) and (list(b.shape) != s["shape"] or str(b.dtype).removeprefix("torch.") != s["dtype"]):
+            return False
+    return True
+
+
 def _batch_passes(ref_out: list[list[Any]], cand_out: list[list[Any]], atol: float, rtol: float,
                   strict: bool) -> list[dict[str, Any] | None] | None:
     """The comparison of a whole round at once, with one device-to-host copy instead of several syncs per
@@ -229,7 +268,12 @@ class Judge:
         self.v = Verdict(device=self.device)
         self.phase = "start"
         self.correct_seeds: list[int] = []
-        self.cand_sets: list[list[Any]] = []  # CUDA: the candidate's staged inputs (judge-owned, private pool)
+        # CUDA: per runner, the input sets it holds and the output buffers bound to it (judge-owned; the
+        # candidate's from the private pool). Shared once, then refilled in place: every IPC mapping a
+        # runner opens costs milliseconds, and memory sent over IPC is held until the receiver lets go.
+        self.held: dict[int, list[list[Any]]] = {id(self.ref): [], id(self.cand): []}
+        self.bound: dict[int, list[list[Any]]] = {id(self.ref): [], id(self.cand): []}
+        self.snapshot: list[list[Any]] | None = None  # the candidate's outputs as they were when its timed run ended
         self.ref_specs: list[dict[str, Any]] | None = None
         self.ref_aliases = False
         try:
@@ -262,40 +306,65 @@ class Judge:
         ch.reply("staged")
 
     def send_stage(self, ch: Channel, sets: list[list[Any]], reuse: bool = False) -> None:
-        """Hand input sets to a runner (its reply is read by the caller). The candidate's CUDA copies come
-        from the private pool; with `reuse` the new values go into the storage the candidate already holds."""
-        if self.ipc and ch is self.cand:
-            if reuse:
-                for old, new in zip(self.cand_sets, sets):
-                    for a, b in zip(old, new):
-                        if isinstance(a, torch.Tensor):
-                            a.copy_(b)
+        """Hand input sets to a runner (its reply is read by the caller). On CUDA the new values go into the
+        sets the runner already holds when they fit (same storage, new values: a cache keyed on data_ptr
+        replays stale outputs and fails the every-call check); otherwise fresh copies are shared, the
+        candidate's from the private pool. `reuse` asks for the same storage (re-validation)."""
+        ch.into_bound = False  # new inputs: outputs are in the bound buffers only once a run wrote them
+        if self.ipc:
+            held = self.held[id(ch)]
+            if _fits(held, sets):
+                with torch.no_grad():
+                    for old, new in zip(held, sets):
+                        for a, b in zip(old, new):
+                            if isinstance(a, torch.Tensor):
+                                a.copy_(b)
                 self.backend.synchronize()
                 ch.order("stage", None, True)
-            else:
-                with torch.cuda.use_mem_pool(self.pool):
-                    self.cand_sets = [[x.clone() if isinstance(x, torch.Tensor) else x for x in s] for s in sets]
-                self.backend.synchronize()
-                ch.order("stage", self.cand_sets, False, tensors=True)
-        elif self.ipc:
+                return
+            if reuse and held:
+                raise Infra("infra", "re-validation input sets do not fit the storage the candidate holds")
+            ctx = torch.cuda.use_mem_pool(self.pool) if not ch.trusted else _nullcontext()
+            with ctx:
+                held = [[x.clone() if isinstance(x, torch.Tensor) else x for x in s] for s in sets]
+            self.held[id(ch)] = held
             self.backend.synchronize()
-            ch.order("stage", sets, reuse, tensors=True)
+            ch.order("stage", held, False, tensors=True)
         else:
             ch.order("stage", [self._bytes_set(s) for s in sets], reuse)
 
+    def bind(self, ch: Channel, calls: list[list[dict[str, Any]]]) -> None:
+        """CUDA: output buffers for every call of a round, shaped as reported (the candidate's only after its
+        specs matched the reference's), bound to the runner once. A runner writes its outputs into them at
+        the end of "run", before its device sync, so the timed round trip includes producing them."""
+        ctx = torch.cuda.use_mem_pool(self.pool) if not ch.trusted else _nullcontext()
+        with ctx:
+            bufs = [[torch.empty(s["shape"], dtype=getattr(torch, s["dtype"]), device=self.backend.device)
+                     if s["kind"] == "tensor" else None for s in specs] for specs in calls]
+        self.bound[id(ch)] = bufs
+        ch.order("bind", bufs, tensors=True)
+        ch.reply("bound")
+
     # -- one call round ---------------------------------------------------------------------------------
     def run(self, ch: Channel, k: int) -> float:
-        """The timed part: k calls, the runner's device sync and (CPU, NPU) the outputs encoded and hashed,
-        as a round trip on this clock: the clock stops only once the outputs exist."""
+        """The timed part: k calls, the runner's device sync and the outputs made final (CPU, NPU: encoded
+        and hashed; CUDA: copied into the judge's bound buffers), as a round trip on this clock: the clock
+        stops only once the outputs exist. The candidate's bound outputs are copied here at once, before any
+        other order reaches its process, so work done later cannot change what is compared."""
         self.backend.flush_cache()
         self.backend.synchronize()
         t0 = time.perf_counter()
         self.order_run(ch, k)
         self.ran(ch)
-        return time.perf_counter() - t0
+        elapsed = time.perf_counter() - t0
+        if ch is self.cand and ch.into_bound:
+            self.snapshot = [[b.clone() if isinstance(b, torch.Tensor) else None for b in bufs]
+                             for bufs in self.bound[id(ch)][:k]]
+        return elapsed
 
     def order_run(self, ch: Channel, k: int) -> None:
         ch.want_digest = not self.ipc
+        ch.into_bound = self.ipc and len(self.bound[id(ch)]) >= k
         ch.calls += k
         ch.order("run", k, ch.want_digest)
 
@@ -333,16 +402,21 @@ class Judge:
             ch.order("describe")
             header, _ = ch.reply("outputs", 0, precheck)
             ch.evidence = header["evidence"]
-            buffers: list[list[Any]] = []
-            ctx = torch.cuda.use_mem_pool(self.pool) if not ch.trusted else _nullcontext()
-            with ctx:
-                for specs in header["calls"]:
-                    buffers.append([torch.empty(s["shape"], dtype=getattr(torch, s["dtype"]), device=self.backend.device)
-                                    if s["kind"] == "tensor" else s["value"] for s in specs])
-            ch.order("fill", buffers, tensors=True)
-            ch.reply("filled")
-            inputs = (self.cand_sets if not ch.trusted else None) if with_inputs else None
-            return buffers, inputs
+            calls = header["calls"]
+            bound = self.bound[id(ch)]
+            fits = len(bound) >= k and all(_bound_fits(bound[j], calls[j]) for j in range(k))
+            if not fits:
+                self.bind(ch, calls)
+                bound = self.bound[id(ch)]
+            if not (fits and ch.into_bound):  # outputs not written by the run: copied now, outside any timing
+                ch.order("fill")
+                ch.reply("filled")
+            source = self.snapshot if (ch is self.cand and fits and ch.into_bound and self.snapshot) else bound
+            self.snapshot = None if ch is self.cand else self.snapshot
+            outs = [[source[j][i] if s["kind"] == "tensor" else s["value"] for i, s in enumerate(calls[j])]
+                    for j in range(k)]
+            inputs = self.held[id(ch)][:k] if with_inputs else None
+            return outs, inputs
         cap = REFERENCE_PAYLOAD if ch.trusted else self._candidate_cap(k, with_inputs)
         ch.order("collect", with_inputs)
         header, payload = ch.reply("outputs", cap, precheck)
@@ -386,10 +460,12 @@ class Judge:
         if timed:
             for ch in order:  # staged in run order: each side's inputs are as old when its calls start
                 self.stage(ch, sets, reuse=reuse and ch is self.cand)
+            del sets
             times = {id(ch): self.run(ch, k) for ch in order}
         else:
             for ch in order:
                 self.send_stage(ch, sets, reuse=reuse and ch is self.cand)
+            del sets
             for ch in order:
                 ch.reply("staged")
             runs = [ch for ch in order if not (coverage and ch is self.cand)]
@@ -428,7 +504,7 @@ class Judge:
         mutated = False
         if with_inputs and all(r["passed"] for r in records):
             pristine = self.make_sets(seeds)
-            ref_after = ref_in if ref_in is not None else sets
+            ref_after = ref_in
             for j in range(k):
                 if tensors.identical(pristine[j], ref_after[j]) and not tensors.identical(pristine[j], cand_in[j]):
                     mutated = True
@@ -513,7 +589,7 @@ class Judge:
         ordered: a report of no decoy call with fewer launches than calls was not written by the harness."""
         if not evidence:
             return
-        found = [
+        found: list[tuple[HackName, CheckName, list[str], str]] = [
             ("output_aliases_input", "output_aliasing", [] if self.ref_aliases else evidence["aliases"],
              "output shares storage with an input"),
             ("harness_tampering", "harness_integrity", evidence["tampered"], "harness callables replaced"),
@@ -557,6 +633,10 @@ class Judge:
             r = self.checked(self.round([fresh_seed()], f"warm-up call {i}", cand_first=i % 2 == 1))
             ref_calls.append(r["ref_s"] - statistics.median(empties[id(self.ref)]))
         k = self.calls_per_round(statistics.median(ref_calls))
+        if self.ipc:  # every timed call writes its outputs into bound buffers inside the round trip
+            for ch in (self.ref, self.cand):
+                if len(self.bound[id(ch)]) < k:
+                    self.bind(ch, [self.ref_specs] * k)
         cand_s, ref_s = [], []
         for i in range(self.o_num("num_perf_trials")):
             r = self.checked(self.round([fresh_seed() for _ in range(k)], f"timed round {i}", cand_first=i % 2 == 1))
@@ -681,11 +761,23 @@ class Judge:
         self.v.check("coverage", True, f"{coverage if coverage is None else round(coverage, 4)} of the time in the "
                                        f"candidate's own Triton kernels ({h['source']}, {n} fresh checked calls)")
 
+    def measure_input_bytes(self) -> int:
+        """Bytes of one input set: shapes from get_inputs on the meta device (no memory), or from a real set
+        when the reference's get_inputs needs real values."""
+        try:
+            with torch.device("meta"):
+                sample = list(self.module.get_inputs())
+        except Exception:
+            sample = self.make_sets([fresh_seed()])[0]
+        return sum(x.numel() * x.element_size() for x in sample if isinstance(x, torch.Tensor))
+
     def evaluate(self) -> None:
         self.start()
-        sample = self.make_sets([fresh_seed()])[0]
-        self.input_bytes = sum(x.numel() * x.element_size() for x in sample if isinstance(x, torch.Tensor))
-        del sample
+        self.input_bytes = self.measure_input_bytes()
+        if self.device != "cpu":
+            self.tell(type="want_memory", bytes=MEMORY_PER_INPUT_BYTE * self.input_bytes + MEMORY_FIXED)
+            if json.loads(self.caller.recv_bytes(1024)).get("type") != "granted":
+                return
         if not self.correctness() or self.v.hacks:
             return
         o = self.o

@@ -317,6 +317,7 @@ SCHEMAS: dict[str, dict[str, Callable[[Any], Any]]] = {
     "ran": {"digest": _optional(_text(64))},  # CPU/NPU: blake2b of the outputs' bytes, checked on collect
     "outputs": {"calls": _calls, "inputs": _optional(_calls), "evidence": _evidence},
     "filled": {},
+    "bound": {},
     "trace": {"buffers": _bounded(_trace_buffer, MAX_TRACE_BUFFERS), "events": _bounded(_trace_event, MAX_TRACE_EVENTS),
               "outputs": _bounded(_trace_ref, MAX_LIST)},
     "modelled": {"verdict": _text(20), "message": _text(), "cand_s": _number(0, 1e6), "ref_s": _number(0, 1e6),

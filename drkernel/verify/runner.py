@@ -2,8 +2,8 @@
 
 The judge hands over inputs ("stage"), asks for k calls ("run": k forwards, one per staged input set,
 then a device-wide sync, then the reply), and only then, outside its timed window, asks for what the
-calls returned ("collect"; on CUDA "describe" + "fill", which copies each output into a buffer the
-judge owns). So both models are timed as black boxes, the same way, on the judge's clock; nothing
+calls returned ("collect"; on CUDA the outputs are already in buffers the judge owns and bound to
+this runner ("bind"): "run" copies them there before its sync, "fill" does it for untimed passes). So both models are timed as black boxes, the same way, on the judge's clock; nothing
 here measures time. Replies follow drkernel.verify.protocol; orders from the judge arrive pickled
 (the judge alone writes that channel: CUDA IPC handles of its own tensors travel that way).
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -161,7 +160,7 @@ class Observer:
         except Exception as e:
             self.recorder.end()
             kind = classify(e, self.path, self.kernel_names | self.recorder.candidate_names)
-            raise Fault(kind, short(e), traceback.format_exc()[-4000:]) from e
+            raise Fault(kind, short(e), protocol.traceback_tail()) from e
         window = self.recorder.end()
         if len(self.alias_calls) < 5 and aliases(flatten(out), inputs):
             self.alias_calls.append(label)
@@ -203,6 +202,7 @@ class Runner:
         self.trace: Callable[[list[Any]], tuple[dict[str, Any], bytes]] | None = None  # CPU model (candidate)
         self.ipc = backend.name == "cuda"
         self.staged: list[list[Any]] = []
+        self.bound: list[list[Any]] = []  # CUDA: the judge's output buffers, one list per call
         self.outputs: list[list[Any]] = []
         self.encoded: tuple[list[list[dict[str, Any]]], list[bytes]] | None = None  # outputs as sent, if done
         self.calls = 0
@@ -227,7 +227,7 @@ class Runner:
                 return
             except Exception as e:  # a harness failure in this process: still this process's verdict
                 self.reply({"type": "fault", "kind": "runtime", "message": f"harness: {short(e)}",
-                            "detail": traceback.format_exc()[-3000:], "phase": verb})
+                            "detail": protocol.traceback_tail(3000), "phase": verb})
                 return
 
     # -- orders ---------------------------------------------------------------------------------------
@@ -266,11 +266,13 @@ class Runner:
                 inputs = self.staged[i]
                 outputs.append(self.observe(f"call {self.calls}", lambda: self.model(*inputs), inputs))
                 self.calls += 1
+        self.outputs = outputs
+        if self.ipc and len(self.bound) >= k:
+            self._write_bound()
         try:
             self.backend.synchronize()
         except Exception as e:  # an asynchronous device fault of the calls above
-            raise Fault("runtime", short(e), traceback.format_exc()[-4000:]) from e
-        self.outputs = outputs
+            raise Fault("runtime", short(e), protocol.traceback_tail()) from e
         header: dict[str, Any] = {"type": "ran", "digest": None}
         if digest:
             self.encoded = self._encode(self._checked())
@@ -316,24 +318,27 @@ class Runner:
                  for values in calls]
         self.reply({"type": "outputs", "calls": specs, "inputs": None, "evidence": self._evidence()})
 
-    def _fill(self, buffers: list[list[Any]]) -> None:
-        """CUDA: copy each output tensor into the judge's buffer for it, sync, drop the outputs."""
-        calls = self._checked()
+    def _bind(self, buffers: list[list[Any]]) -> None:
+        """CUDA: the judge's output buffers (one list per call), kept for the rounds that follow."""
+        self.bound = buffers
+        self.reply({"type": "bound"})
+
+    def _write_bound(self) -> None:
+        """Copy each output tensor into the judge's buffer for it (no sync: the caller syncs). An output
+        that does not match its buffer is left out; the judge's spec check then decides."""
         with torch.no_grad():
-            for values, bufs in zip(calls, buffers):
+            for values, bufs in zip(self._checked(), self.bound):
                 for v, b in zip(values, bufs):
-                    if isinstance(v, torch.Tensor) and isinstance(b, torch.Tensor):
+                    if isinstance(v, torch.Tensor) and isinstance(b, torch.Tensor) and v.shape == b.shape \
+                            and v.dtype == b.dtype:
                         b.copy_(v)
+
+    def _fill(self) -> None:
+        """CUDA: the outputs of the last run or coverage pass into the bound buffers, outside any timing."""
+        self._write_bound()
         self.backend.synchronize()
         self.outputs = []
         self.reply({"type": "filled"})
-
-    def _drop(self) -> None:
-        """Release staged inputs and outputs (the judge can then reuse or free that memory)."""
-        self.staged, self.outputs = [], []
-        self.backend.synchronize()
-        self.backend.release_memory()
-        self.reply({"type": "staged"})
 
     def _coverage(self, k: int) -> None:
         """The coverage pass over the k input sets the judge staged for it (each once, like any round);

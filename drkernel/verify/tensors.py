@@ -12,24 +12,42 @@ CHUNK = 1 << 24  # elements per step of the comparison: bounded temporaries for 
 
 
 def _tensor_stats(r: torch.Tensor, c: torch.Tensor, atol: float, rtol: float) -> tuple[bool, float, float, float]:
-    """(elementwise allclose, max |c - r| over finite differences, ||c - r||_2, ||r||_2), in chunks.
-    The norms are over positions where both are finite (NaN/Inf placement is checked separately)."""
-    close, worst, err2, ref2 = True, 0.0, 0.0, 0.0
+    """(elementwise allclose, max |c - r| over finite differences, ||c - r||_2, ||r||_2), in chunks, with
+    the partial results kept on the device and one host sync at the end. The norms are over positions
+    where both are finite (NaN/Inf placement is checked separately)."""
     rf, cf = r.reshape(-1), c.reshape(-1)
+    zero = torch.zeros((), dtype=torch.float64, device=rf.device)
+    not_close, worst, err2, ref2 = zero.clone(), zero.clone(), zero.clone(), zero.clone()
     for start in range(0, rf.numel(), CHUNK):
         rc, cc = rf[start:start + CHUNK], cf[start:start + CHUNK]
-        if close and not bool(torch.isclose(cc, rc, atol=atol, rtol=rtol, equal_nan=True).all()):
-            close = False
+        not_close += (~torch.isclose(cc, rc, atol=atol, rtol=rtol, equal_nan=True)).sum()
         wide = torch.complex128 if rc.is_complex() else torch.float64  # .double() drops the imaginary part
         rd, cd = rc.to(wide), cc.to(wide)
         both = torch.isfinite(rd) & torch.isfinite(cd)
-        diff = torch.where(both, cd - rd, torch.zeros((), dtype=torch.float64, device=rd.device))
-        if diff.numel():
-            worst = max(worst, float(diff.abs().max()))
-        err2 += float((diff * diff).sum()) if not diff.is_complex() else float((diff.abs() ** 2).sum())
-        rr = torch.where(both, rd, torch.zeros((), dtype=torch.float64, device=rd.device))
-        ref2 += float((rr * rr).sum()) if not rr.is_complex() else float((rr.abs() ** 2).sum())
-    return close, worst, math.sqrt(err2), math.sqrt(ref2)
+        diff = torch.where(both, cd - rd, zero)
+        rr = torch.where(both, rd, zero)
+        worst = torch.maximum(worst, diff.abs().max().double())
+        err2 += (diff.abs() ** 2).sum() if diff.is_complex() else (diff * diff).sum()
+        ref2 += (rr.abs() ** 2).sum() if rr.is_complex() else (rr * rr).sum()
+    bad, worst_f, err2_f, ref2_f = torch.stack([not_close, worst, err2, ref2]).tolist()
+    return bad == 0, worst_f, math.sqrt(err2_f), math.sqrt(ref2_f)
+
+
+def _all_stats(r: torch.Tensor, c: torch.Tensor, atol: float, rtol: float) -> tuple[int, int, bool, float, float, float]:
+    """(NaN mismatches, Inf mismatches, then _tensor_stats' four): in one device pass for large floating
+    CUDA tensors (drkernel.verify.compare_kernel), else with torch ops."""
+    if r.device.type == "cuda":
+        from drkernel.verify import compare_kernel
+
+        if compare_kernel.eligible(r, c):
+            return compare_kernel.stats(r, c, atol, rtol)
+    nan_bad = inf_bad = 0
+    if r.is_floating_point() or r.is_complex():
+        nan_bad = int((torch.isnan(c) & ~torch.isnan(r)).sum())
+        inf_bad = int((torch.isinf(c) & ~torch.isinf(r)).sum())
+    if nan_bad or inf_bad:
+        return nan_bad, inf_bad, False, math.nan, math.nan, math.nan
+    return 0, 0, *_tensor_stats(r, c, atol, rtol)
 
 
 def compare(reference: list[Any], candidate: list[Any], atol: float, rtol: float,
@@ -54,14 +72,13 @@ def compare(reference: list[Any], candidate: list[Any], atol: float, rtol: float
             if c.dtype != r.dtype:
                 return False, f"{where} dtype {c.dtype} != reference {r.dtype}", stats
             c = c.to(r.device)
-            if r.is_floating_point() or r.is_complex():
-                if bool((torch.isnan(c) & ~torch.isnan(r)).any()):
-                    return False, f"{where} has NaN where the reference is a number", stats
-                if bool((torch.isinf(c) & ~torch.isinf(r)).any()):
-                    return False, f"{where} has Inf where the reference is finite", stats
             if not r.numel():
                 continue
-            close, worst, err, norm = _tensor_stats(r, c, atol, rtol)
+            nan_bad, inf_bad, close, worst, err, norm = _all_stats(r, c, atol, rtol)
+            if nan_bad:
+                return False, f"{where} has NaN where the reference is a number", stats
+            if inf_bad:
+                return False, f"{where} has Inf where the reference is finite", stats
             stats["max_abs_diff"] = max(stats["max_abs_diff"], worst)
             rel = err / norm if norm > 0 else (0.0 if worst <= atol else math.inf)
             stats["rel_l2"] = max(stats["rel_l2"], rel)
