@@ -17,6 +17,7 @@ survivor's diff to <workdir>/<module>/survivors.diff (to judge which survivors a
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import shutil
@@ -39,6 +40,18 @@ MODULES: dict[str, list[str]] = {
     "data/schema": ["tests/data/test_schema.py", "tests/data/test_reader.py"],
     "data/prompts": ["tests/data/test_prompt_templates.py"],
     "data/stream": ["tests/pipelines/test_prompts.py"],
+    # the verifier's comparison and verdict code (in-process tests only: a judge subprocess would import
+    # the unmutated copy, so verifier-level tests cannot kill these mutants)
+    "verify/tensors": ["tests/verify/test_tensors.py", "tests/verify/test_comparison_pins.py",
+                       "tests/verify/test_timing_symmetry.py::test_batched_comparison_never_passes_what_compare_fails"],
+    "verify/verdict": ["tests/verify/test_verdict.py", "tests/rl/test_reward_pins.py"],
+    "verify/judge": ["tests/verify/test_comparison_pins.py",
+                     "tests/verify/test_timing_symmetry.py::test_batched_comparison_never_passes_what_compare_fails"],
+}
+
+# modules whose other functions need a GPU or a whole verifier run: only these functions are mutated
+ONLY_FUNCTIONS: dict[str, list[str]] = {
+    "verify/judge": ["_batch_passes", "_specs", "_spec_mismatch"],
 }
 
 
@@ -59,7 +72,7 @@ def make_scratch(module: str, tests: list[str], root: Path, test_timeout_s: int,
             target = scratch / helper.relative_to(REPO)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(helper, target)
-    for test in tests:
+    for test in {t.partition("::")[0] for t in tests}:
         target = scratch / test
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / test, target)
@@ -95,13 +108,15 @@ def run_module(module: str, root: Path, children: int, test_timeout_s: int, time
     """mutmut run on one module in its scratch copy; counts, score and every survivor's diff."""
     scratch = make_scratch(module, MODULES[module], root, test_timeout_s, timeout_multiplier)
     start = time.monotonic()
-    run = _mutmut(scratch, "run", "--max-children", str(children))
+    dotted = "drkernel." + module.replace("/", ".")
+    names = [f"{dotted}.x_{fn}__mutmut_*" for fn in ONLY_FUNCTIONS.get(module, [])]
+    run = _mutmut(scratch, "run", "--max-children", str(children), *names)
     elapsed = time.monotonic() - start
     (scratch / "run.log").write_text(run.stdout + run.stderr)
     statuses: dict[str, str] = {}
     for line in _mutmut(scratch, "results", "--all", "true").stdout.splitlines():
         name, _, status = line.strip().rpartition(": ")
-        if name:
+        if name and (not names or any(fnmatch.fnmatch(name, n) for n in names)):
             statuses[name] = status
     if run.returncode != 0 or not statuses:
         raise RuntimeError(f"{module}: mutmut run failed (rc {run.returncode}); see {scratch / 'run.log'}")
