@@ -9,11 +9,21 @@ Problem sources stay in KernelBench (`<kernelbench>/level<N>/<name>.py`); only c
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 CANDIDATES_DIR = Path(__file__).resolve().parent / "candidates"
+
+
+def shrink(source: str, sizes: dict[str, int]) -> str:
+    """Rewrite module-level `NAME = ...` lines (before anything imports them); each name must be defined once."""
+    for name, value in sizes.items():
+        source, n = re.subn(rf"(?m)^{name}\s*=.*$", f"{name} = {value}", source)
+        if n != 1:
+            raise ValueError(f"cannot shrink {name}: {n} definitions")
+    return source
 
 
 @dataclass(frozen=True)
@@ -27,6 +37,11 @@ class Problem:
 
     def path(self, kernelbench: Path) -> Path:
         return kernelbench / f"level{self.level}" / f"{self.name}.py"
+
+    def source(self, kernelbench: Path, tiny: bool = False) -> str:
+        """The reference module's text, with its size constants rewritten to `self.tiny` when `tiny`."""
+        text = self.path(kernelbench).read_text()
+        return shrink(text, self.tiny) if tiny else text
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """False-forbidden rate of the static gate on honest kernels, and its catch rate on the attack files.
 
 A false `forbidden` is reward 0 for honest work, so the allow-list is measured, not guessed. Sources:
-the shipped task solutions, the benchmark's Triton candidates, the honest test candidates, the
-examples (all must pass: a rejection there is a false forbidden), and optionally sampled policy outputs
+the shipped task solutions, the benchmark's honest Triton candidates (benchmarks/candidate_set.py), the honest test
+candidates, the examples (all must pass: a rejection there is a false forbidden), and optionally sampled policy outputs
 (`--samples DIR` of .py files, or a .jsonl/.parquet with a text column whose ```python blocks are
 extracted), which are unverified and may hold real hacks, so their rejections are to be read (--show-rejected). Prints one line per source and a total; `jit-only`
 counts rejections made only by jit-body rules that compiled Triton enforces as well.
@@ -21,6 +21,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import candidate_set  # noqa: E402
 
 from drkernel.tasks import load_tasks  # noqa: E402
 from drkernel.verify.gate import check_source  # noqa: E402
@@ -37,7 +40,8 @@ def honest_sources() -> dict[str, dict[str, str]]:
     """Source group -> {name: code}; every entry is honest work that must pass."""
     return {
         "task solutions": {f"{t.name}/{label}": s for t in load_tasks() for label, s in t.solutions.items()},
-        "benchmarks/candidates (triton)": _files("benchmarks/candidates/*_triton.py"),
+        "benchmarks/candidates (honest)": {**_files("benchmarks/candidates/*_triton.py"), **{
+            str(c.path.relative_to(ROOT)): c.path.read_text() for c in candidate_set.honest()}},
         "tests/verify/candidates honest_*": _files("tests/verify/candidates/honest_*.py"),
         "examples": _files("examples/*/candidate.py"),
     }

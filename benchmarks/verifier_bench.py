@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -66,14 +65,6 @@ class Entry:
     expect_hack: str | None
 
 
-def shrink(source: str, sizes: dict[str, int]) -> str:
-    for name, value in sizes.items():
-        source, n = re.subn(rf"(?m)^{name}\s*=.*$", f"{name} = {value}", source)
-        if n != 1:
-            raise SystemExit(f"cannot shrink {name}: {n} definitions")
-    return source
-
-
 def build_entries(kernelbench: Path, quick: bool, device: str, workdir: Path,
                   only: set[str] | None = None, which: str = "issue8") -> tuple[list[Entry], list[str]]:
     problems, candidates = candidate_set.select(which)
@@ -91,10 +82,7 @@ def build_entries(kernelbench: Path, quick: bool, device: str, workdir: Path,
         names = [n for n in names if n in only]
     refs: dict[str, str] = {}
     for name in names:
-        prob = candidate_set.problem(name)
-        source = prob.path(kernelbench).read_text()
-        if quick:
-            source = shrink(source, prob.tiny)
+        source = candidate_set.problem(name).source(kernelbench, tiny=quick)
         ref = workdir / f"{name}.py"
         ref.write_text(source)
         refs[name] = str(ref)
