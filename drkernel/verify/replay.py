@@ -309,14 +309,17 @@ def main(spec: dict[str, Any], conn: Any) -> None:
     protocol.send(conn, reply)
 
 
-def model_locally(reference_source: str, candidate_source: str, workdir: str, options: dict[str, Any],
-                  trace_seed: int = 1, replay_seed: int = 2, entry_point: str = "Model") -> dict[str, Any]:
-    """Trace and replay in this process, for benchmarks and tests of the model (no isolation: only for
-    candidates you trust). The verifier does the same across its sandboxed children."""
+
+def trace_locally(reference_source: str, candidate_source: str, workdir: str, trace_seed: int = 1,
+                  replay_seed: int = 2, entry_point: str = "Model") -> dict[str, Any]:
+    """Trace the candidate and count the reference in this process: the parts model_candidate takes. For
+    benchmarks and tests of the model only (no isolation: only for candidates you trust); the verifier
+    does the same across its sandboxed children."""
     from drkernel.verify import trace as tracing
     from drkernel.verify.devices import make_backend
 
     backend = make_backend("cpu")
+    os.makedirs(workdir, exist_ok=True)
     paths = {name: os.path.join(workdir, f"{name}.py") for name in ("reference", "candidate")}
     for name, text in (("reference", reference_source), ("candidate", candidate_source)):
         with open(paths[name], "w") as f:
@@ -333,5 +336,12 @@ def model_locally(reference_source: str, candidate_source: str, workdir: str, op
     unseen = problem.make_inputs(ref_module, replay_seed, backend)
     ref_out, ref_counts = count_reference(ref_model, unseen)
     os.makedirs(os.path.join(workdir, "replay"), exist_ok=True)
-    return model_candidate(trace, payload, committed, candidate_source, os.path.join(workdir, "replay"), unseen,
-                           ref_out, ref_counts, options)
+    return {"trace": {k: v for k, v in trace.items() if k not in ("type", "payload")}, "payload": payload,
+            "committed": committed, "candidate_source": candidate_source, "workdir": os.path.join(workdir, "replay"),
+            "inputs": unseen, "ref_out": ref_out, "ref_counts": ref_counts}
+
+
+def model_locally(reference_source: str, candidate_source: str, workdir: str, options: dict[str, Any],
+                  **kwargs: Any) -> dict[str, Any]:
+    """trace_locally, then the trusted judgement of model_candidate."""
+    return model_candidate(**trace_locally(reference_source, candidate_source, workdir, **kwargs), options=options)

@@ -1,0 +1,276 @@
+"""The CPU cost model's replay (issue 13): what an honest trace models to, and every way a candidate could
+try to get a high modelled speedup without doing the work. The trusted judgement (model_candidate) runs
+in this process on traces recorded from real candidates in the interpreter; a tampered harness is
+modelled by editing an honest trace. test_replay_engine.py runs the same through the Verifier."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import drkernel.verify.interpreter_env  # noqa: F401  (before triton)
+import pytest
+
+from drkernel.verify import protocol
+from drkernel.verify.gate import check_source
+from drkernel.verify.replay import model_candidate, rebuild_source, trace_locally
+
+ROOT = Path(__file__).resolve().parents[2]
+VECTOR_REF = (ROOT / "examples" / "vector_add" / "reference.py").read_text()
+VECTOR_CAND = (ROOT / "examples" / "vector_add" / "candidate.py").read_text()
+OPTS = {"gpu_profile": "h200", "atol": 1e-2, "rtol": 1e-2, "correctness": "strict"}
+
+HEAD = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+"""
+
+SUM_REF = HEAD + """
+class Model(nn.Module):
+    def forward(self, x):
+        return x.sum(0, keepdim=True)
+
+def get_inputs():
+    return [torch.randn(256)]
+
+def get_init_inputs():
+    return []
+"""
+
+CHAIN_REF = HEAD + """
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x * 2.0 + 1.0)
+
+def get_inputs():
+    return [torch.randn(4096)]
+
+def get_init_inputs():
+    return []
+"""
+
+CHAIN_FUSED = HEAD + """
+@triton.jit
+def chain_kernel(x, o, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(o + offs, tl.maximum(tl.load(x + offs, mask=m) * 2.0 + 1.0, 0.0), mask=m)
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        chain_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+        return out
+"""
+
+# A Triton kernel for the last step, eager torch for the rest: aten operators in the trace are replayed too.
+CHAIN_MIXED = HEAD + """
+@triton.jit
+def relu_kernel(x, o, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(o + offs, tl.maximum(tl.load(x + offs, mask=m), 0.0), mask=m)
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = x * 2.0 + 1.0
+        out = torch.empty_like(y)
+        relu_kernel[(triton.cdiv(y.numel(), 1024),)](y, out, y.numel(), BLOCK=1024)
+        return out
+"""
+
+HOST_SCALAR = HEAD + """
+@triton.jit
+def fill_kernel(out_ptr, value):
+    tl.store(out_ptr, value)
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        total = sum(x.tolist())
+        out = torch.empty(1, dtype=x.dtype)
+        fill_kernel[(1,)](out, total)
+        return out
+"""
+
+HOST_CONSTEXPR = HOST_SCALAR.replace("def fill_kernel(out_ptr, value):", "def fill_kernel(out_ptr, VALUE: tl.constexpr):") \
+    .replace("tl.store(out_ptr, value)", "tl.store(out_ptr, VALUE)").replace("(out, total)", "(out, VALUE=total)")
+
+NUMPY_HOST = HEAD + """
+@triton.jit
+def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(dst + offs, tl.load(src + offs, mask=m), mask=m)
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        done = torch.from_numpy(a.numpy() + b.numpy())
+        out = torch.empty_like(a)
+        copy_kernel[(triton.cdiv(a.numel(), 1024),)](done, out, a.numel(), BLOCK=1024)
+        return out
+"""
+
+POINTER_REACH = HEAD + """
+@triton.jit
+def add_from_one_kernel(a_ptr, out_ptr, n, delta, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(a_ptr + offs, mask=m) + tl.load(a_ptr + delta + offs, mask=m), mask=m)
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        out = torch.empty_like(a)
+        delta = (b.data_ptr() - a.data_ptr()) // 4
+        add_from_one_kernel[(triton.cdiv(a.numel(), 1024),)](a, out, a.numel(), delta, BLOCK=1024)
+        return out
+"""
+
+
+@pytest.fixture(scope="module")
+def vector(tmp_path_factory):
+    return trace_locally(VECTOR_REF, VECTOR_CAND, str(tmp_path_factory.mktemp("vector")))
+
+
+def _judge(parts: dict, **changes) -> dict:
+    return model_candidate(**{**parts, **changes}, options=OPTS)
+
+
+def test_honest_trace_replays_and_is_modelled(vector):
+    m = _judge(vector)
+    assert m["verdict"] == "match", m["message"]
+    assert m["cand"]["launches"] == 1 and m["cand"]["read_bytes"] == 2 * 4096 * 4
+    assert m["cand_s"] == pytest.approx(m["ref_s"])  # one pass each way: the same bytes, one launch
+    assert m["launches"] == ["triton add_kernel: read 32768 B, wrote 16384 B, re-read 0 B, 0 flop"]
+    protocol.validate(m)  # the reply the judge reads is well formed
+
+
+@pytest.mark.parametrize("candidate, faster", [(CHAIN_FUSED, True), (CHAIN_MIXED, False)])
+def test_fused_and_mixed_candidates_model_against_the_unfused_reference(tmp_path, candidate, faster):
+    m = model_candidate(**trace_locally(CHAIN_REF, candidate, str(tmp_path)), options=OPTS)
+    assert m["verdict"] == "match", m["message"]
+    assert m["ref"]["launches"] == 3
+    assert (m["cand_s"] < m["ref_s"]) is faster
+
+
+def test_mixed_candidate_is_charged_for_its_aten_operators(tmp_path):
+    fused = model_candidate(**trace_locally(CHAIN_REF, CHAIN_FUSED, str(tmp_path / "a")), options=OPTS)
+    mixed = model_candidate(**trace_locally(CHAIN_REF, CHAIN_MIXED, str(tmp_path / "b")), options=OPTS)
+    assert mixed["cand"]["launches"] == 3 and fused["cand"]["launches"] == 1
+    assert mixed["cand_s"] > fused["cand_s"]
+
+
+# -- attacks: a high modelled speedup without doing the work ----------------------------------------------
+def test_trace_that_omits_the_launch_fails(vector):
+    trace = copy.deepcopy(vector["trace"])
+    trace["events"] = [e for e in trace["events"] if e["op"] != "launch"]
+    m = _judge(vector, trace=trace)
+    assert m["verdict"] == "mismatch" and "never saw" in m["message"]
+
+
+def test_trace_that_runs_part_of_the_grid_fails(vector):
+    trace = copy.deepcopy(vector["trace"])
+    launch = next(e for e in trace["events"] if e["op"] == "launch")
+    launch["grid"] = [launch["grid"][0] // 2, 1, 1]
+    assert _judge(vector, trace=trace)["verdict"] == "mismatch"
+
+
+@pytest.mark.parametrize("source", [HOST_SCALAR, HOST_CONSTEXPR])
+def test_work_done_on_the_host_and_passed_as_a_literal_fails(tmp_path, source):
+    """sum(x.tolist()) is invisible to the dispatcher; its value reaches the kernel as a scalar or constexpr,
+    right for the inputs the trace was recorded on and wrong for the replay's."""
+    assert check_source(source).passed  # the gate lets it through: only the replay catches it
+    m = model_candidate(**trace_locally(SUM_REF, source, str(tmp_path)), options=OPTS)
+    assert m["verdict"] == "mismatch" and "never saw" in m["message"]
+
+
+def test_tensor_made_outside_the_dispatcher_cannot_be_traced(tmp_path):
+    from drkernel.verify.trace import TraceError
+
+    assert check_source(NUMPY_HOST).passed
+    with pytest.raises(TraceError, match="neither an input"):
+        trace_locally(VECTOR_REF, NUMPY_HOST, str(tmp_path))
+
+
+def test_reading_outside_the_reported_buffers_fails(tmp_path):
+    assert check_source(POINTER_REACH).passed
+    m = model_candidate(**trace_locally(VECTOR_REF, POINTER_REACH, str(tmp_path)), options=OPTS)
+    assert m["verdict"] == "mismatch" and "outside the buffers" in m["message"]
+
+
+def test_output_claimed_to_be_an_input_fails(vector):
+    trace = copy.deepcopy(vector["trace"])
+    trace["outputs"][0]["buf"] = 0  # "the answer is already in input 0"
+    assert _judge(vector, trace=trace)["verdict"] == "mismatch"
+
+
+def test_state_bytes_not_committed_at_load_fail(vector):
+    """The answer smuggled in as "state": its digest was not committed before the inputs existed."""
+    trace = copy.deepcopy(vector["trace"])
+    out_buf = trace["outputs"][0]["buf"]
+    nbytes = trace["buffers"][out_buf]["nbytes"]
+    trace["buffers"][out_buf] = {"kind": "state", "nbytes": nbytes}
+    trace["events"] = [e for e in trace["events"] if e["op"] != "alloc" and e["op"] != "launch"]
+    answer = (vector["ref_out"][0]).numpy().tobytes()
+    m = _judge(vector, trace=trace, payload=answer)
+    assert m["verdict"] == "mismatch" and "not committed" in m["message"]
+    m = _judge(vector, trace=trace, payload=answer, committed=["0" * 64])
+    assert m["verdict"] == "mismatch"
+
+
+def test_launch_of_something_that_is_not_a_gated_kernel_fails(vector):
+    trace = copy.deepcopy(vector["trace"])
+    next(e for e in trace["events"] if e["op"] == "launch")["kernel"] = "ModelNew"
+    m = _judge(vector, trace=trace)
+    assert m["verdict"] == "mismatch" and "not one of the candidate's gated jit functions" in m["message"]
+
+
+def test_denied_and_unknown_aten_operators_fail(vector):
+    for name in ("aten::from_file", "aten::no_such_op"):
+        trace = copy.deepcopy(vector["trace"])
+        trace["events"].insert(0, {"op": "aten", "name": name, "args": [], "kwargs": {}, "outs": []})
+        assert _judge(vector, trace=trace)["verdict"] == "mismatch", name
+
+
+def test_view_past_the_end_of_a_buffer_fails(vector):
+    trace = copy.deepcopy(vector["trace"])
+    trace["outputs"][0]["offset"] = 1
+    m = _judge(vector, trace=trace)
+    assert m["verdict"] == "mismatch" and "past the end" in m["message"]
+
+
+def test_trace_schema_rejects_malformed_events():
+    bad = [
+        {"type": "trace", "buffers": [], "events": [{"op": "launch", "kernel": "k; import os", "grid": [1, 1, 1],
+                                                    "args": {}}], "outputs": []},
+        {"type": "trace", "buffers": [], "events": [{"op": "aten", "name": "os.system", "args": [], "kwargs": {},
+                                                    "outs": []}], "outputs": []},
+        {"type": "trace", "buffers": [{"kind": "pickle"}], "events": [], "outputs": []},
+        {"type": "trace", "buffers": [], "events": [{"op": "launch", "kernel": "k", "grid": [1, 1, 1],
+                                                    "args": {"x": {"t": {"buf": 0}, "extra": 1}}}], "outputs": []},
+    ]
+    for header in bad:
+        with pytest.raises(protocol.ProtocolError):
+            protocol.validate(header)
+
+
+def test_rebuilt_module_holds_only_jit_functions_and_is_regated():
+    source = HEAD + """
+import math
+SCALE = 2.0
+
+@triton.autotune(configs=[triton.Config({'BLOCK': 128})], key=['n'])
+@triton.jit
+def k(x, n, BLOCK: tl.constexpr):
+    pass
+
+def helper():
+    return 1
+
+class ModelNew(nn.Module):
+    pass
+"""
+    text, kernels = rebuild_source(source)
+    assert kernels == ["k"] and "autotune" not in text and "helper" not in text and "ModelNew" not in text
+    assert "SCALE = 2.0" in text and check_source(text).passed
