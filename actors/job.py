@@ -32,7 +32,7 @@ from actors.rollout_pool import RolloutPool, worker_factory
 from actors.trainer import create_trainer_group
 from actors.trajectory_queue import TrajectoryQueue
 from drkernel.config.train import TrainConfig
-from drkernel.log import get_logger, kv, setup_logging
+from drkernel.log import Progress, get_logger, kv, setup_logging
 from drkernel.rollout.group import FinishedGroup
 from drkernel.train.checkpoint import latest_checkpoint
 from drkernel.train.metrics import MetricsWriter
@@ -195,7 +195,7 @@ class TrainJob:
 
     def setup(self) -> None:
         cfg = self.cfg
-        setup_logging(cfg.logging.json_logs)
+        setup_logging(cfg.logging.json_logs or None)  # None: the environment (`--log-json`) decides
         self.out.mkdir(parents=True, exist_ok=True)
         model_path = resolve_model_path(cfg)
         self.prompts = prompt_file(cfg)
@@ -302,6 +302,7 @@ class TrainJob:
         self.pool.start()
         rollouts = asyncio.ensure_future(self.pool.wait())
         t_run, tokens = time.monotonic(), 0
+        bar = Progress(cfg.trainer.total_steps, "train steps", every_s=60.0, initial=self.step)  # + a line per step
         while self.step < cfg.trainer.total_steps:
             groups = await self.queue.get_batch.remote(cfg.queue.groups_per_step, 5.0)
             if not groups:
@@ -319,6 +320,7 @@ class TrainJob:
             self.history.append(metrics)
             self.writer.write(self.step, metrics)
             self.gauges.set(metrics)
+            bar.update()
             log.info("step %d/%d %s", self.step, cfg.trainer.total_steps, kv({
                 "version": int(self.version), "reward": metrics.get("rollout/reward_mean", 0.0),
                 "correct": metrics.get("rollout/correct_rate", 0.0), "fast1": metrics.get("rollout/fast1", 0.0),
@@ -328,6 +330,7 @@ class TrainJob:
                 self.writer.write_samples(self.step, [group_sample(g) for g in groups[: cfg.logging.samples_per_dump]])
             if self.step % cfg.trainer.checkpoint_every == 0 or self.step == cfg.trainer.total_steps:
                 await self._checkpoint()
+        bar.close()
         await self.pool.stop()
         rollouts.cancel()
 

@@ -1,14 +1,18 @@
 """One place for log lines and progress: human-readable by default, JSON lines on request, all on stderr.
 
-stdout stays for results (`drkernel verify --json` prints exactly one object there). A progress bar is drawn
-only when stderr is a terminal; in a Ray job log (not a terminal) it becomes a line every `every_s` seconds, so
-logs stay readable and `ray job logs` does not fill with carriage returns.
+stdout stays for results (`drkernel verify --json` prints exactly one object there). JSON lines are asked
+for with `setup_logging(json_lines=True)`, the `--log-json` flag of every `drkernel` command, or
+`DRKERNEL_LOG_FORMAT=json` in the environment. A progress bar (tqdm) is drawn only when stderr is a terminal,
+and log lines written meanwhile go above it; elsewhere (a Ray job log, a pipe) it becomes a log line every
+`every_s` seconds and at the end, so `ray job logs` does not fill with carriage returns.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -17,6 +21,8 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 _ROOT = "drkernel"
+FORMAT_ENV = "DRKERNEL_LOG_FORMAT"
+LEVEL_ENV = "DRKERNEL_LOG_LEVEL"
 
 
 class _JsonFormatter(logging.Formatter):
@@ -24,11 +30,20 @@ class _JsonFormatter(logging.Formatter):
         entry = {"ts": round(record.created, 3), "level": record.levelname.lower(), "logger": record.name,
                  "msg": record.getMessage()}
         entry.update(getattr(record, "fields", {}) or {})
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str)
 
 
-def setup_logging(json_lines: bool = False, level: int = logging.INFO) -> None:
-    """Route the project's loggers to stderr, as text or as JSON lines; safe to call again."""
+def setup_logging(json_lines: bool | None = None, level: int | str | None = None) -> None:
+    """Route the project's loggers to stderr, as text or as JSON lines; safe to call again.
+
+    `None` reads the environment (`DRKERNEL_LOG_FORMAT=json`, `DRKERNEL_LOG_LEVEL=DEBUG`), so a flag given to
+    the command reaches the stages it starts."""
+    if json_lines is None:
+        json_lines = os.environ.get(FORMAT_ENV, "").lower() == "json"
+    if level is None:
+        level = os.environ.get(LEVEL_ENV, "INFO").upper()
     root = logging.getLogger(_ROOT)
     root.handlers.clear()
     handler = logging.StreamHandler(sys.stderr)
@@ -44,24 +59,66 @@ def get_logger(name: str) -> logging.Logger:
     return logging.getLogger(name if name.startswith(_ROOT) else f"{_ROOT}.{name}")
 
 
-def progress(items: Iterable[T], total: int | None = None, desc: str = "", every_s: float = 10.0) -> Iterator[T]:
-    """Iterate with a tqdm bar on a terminal, or a periodic log line (done/total, rate) elsewhere."""
-    if sys.stderr.isatty():
-        from tqdm import tqdm
+class Progress:
+    """Progress of a loop the caller advances with `update()`: a tqdm bar on a terminal, else a log line every
+    `every_s` seconds and one when it closes. Use it as a context manager."""
 
-        yield from tqdm(items, total=total, desc=desc, file=sys.stderr, dynamic_ncols=True)
-        return
-    log = get_logger("progress")
-    start = last = time.monotonic()
-    done = 0
-    for item in items:
-        yield item
-        done += 1
+    def __init__(self, total: int | None = None, desc: str = "", every_s: float = 10.0, initial: int = 0) -> None:
+        self.total, self.desc, self.every_s = total, desc, every_s
+        self.done = initial
+        self._start = self._last = time.monotonic()
+        self._bar: Any = None
+        self._redirect: contextlib.ExitStack | None = None
+        self._closed = False
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+            from tqdm.contrib.logging import logging_redirect_tqdm
+
+            self._redirect = contextlib.ExitStack()
+            self._redirect.enter_context(logging_redirect_tqdm(loggers=[logging.getLogger(_ROOT)]))
+            self._bar = tqdm(total=total, desc=desc, initial=initial, file=sys.stderr, dynamic_ncols=True)
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if self._bar is not None:
+            self._bar.update(n)
+            return
         now = time.monotonic()
-        if now - last >= every_s or (total is not None and done == total):
-            rate = done / max(now - start, 1e-9)
-            log.info("%s %d/%s (%.2f/s)", desc, done, total if total is not None else "?", rate)
-            last = now
+        if now - self._last >= self.every_s:
+            self._line(now)
+
+    def _line(self, now: float) -> None:
+        rate = self.done / max(now - self._start, 1e-9)
+        total = self.total if self.total is not None else "?"
+        get_logger("progress").info("%s %d/%s (%.2f/s)", self.desc, self.done, total, rate)
+        self._last = now
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._bar is not None:
+            self._bar.close()
+            if self._redirect is not None:
+                self._redirect.close()
+        else:
+            self._line(time.monotonic())
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def progress(items: Iterable[T], total: int | None = None, desc: str = "", every_s: float = 10.0) -> Iterator[T]:
+    """Iterate `items` with a Progress (bar on a terminal, periodic log lines elsewhere)."""
+    if total is None and hasattr(items, "__len__"):
+        total = len(items)  # type: ignore[arg-type]
+    with Progress(total, desc, every_s) as bar:
+        for item in items:
+            yield item
+            bar.update()
 
 
 def kv(fields: dict[str, Any]) -> str:

@@ -2,14 +2,18 @@
 
 Each module named in COMMANDS exposes `add_arguments(parser)` and `run(args) -> int`. Modules are
 imported only when their subcommand runs, so `drkernel verify` never pays for Ray or transformers.
-Usage errors exit 2 with one line on stderr and no traceback.
+Usage errors exit 2 with one line on stderr and no traceback. Log lines and progress go to stderr
+(drkernel.log), as text or, with `--log-json`, as JSON lines; stdout carries only results.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+
+from drkernel.log import FORMAT_ENV, setup_logging
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("pipelines.verify", "verify a candidate Triton kernel against a KernelBench reference"),
@@ -37,6 +41,8 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.set_defaults(_module=module)
+        p.add_argument("--log-json", action="store_true",
+                       help=f"log lines on stderr as JSON objects (also {FORMAT_ENV}=json)")
         if name == selected:
             importlib.import_module(module).add_arguments(p)
     return parser
@@ -48,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser(argv[0] if argv else None).parse_args(argv)
         if not getattr(args, "command", None):
             raise UsageError("drkernel: choose a command: " + ", ".join(COMMANDS))
+        if args.log_json:
+            os.environ[FORMAT_ENV] = "json"  # the stages this command starts log the same way
+        setup_logging()
         return int(importlib.import_module(args._module).run(args) or 0)
     except UsageError as e:
         print(str(e), file=sys.stderr)

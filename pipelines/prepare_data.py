@@ -17,7 +17,6 @@ Exit status: 0 written / all rows valid, 1 invalid references or rows, 2 usage e
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,10 @@ from drkernel.data.lengths import PromptLengths, percentiles
 from drkernel.data.reader import DataFormatError, scan, write_rows
 from drkernel.data.reference_check import CheckerFailed, check_loadable
 from drkernel.data.schema import TaskRow
+from drkernel.log import get_logger, progress
 from pipelines.cli import UsageError
+
+log = get_logger("prepare_data")
 
 _SHOWN_BAD_ROWS = 50  # bad rows printed one per line by --check; the rest are counted
 
@@ -62,7 +64,7 @@ def _build(refs: list[ReferenceSource], args: argparse.Namespace) -> tuple[dict[
     """Rows keyed by their source path, plus the problems of the references that fail statically."""
     rows: dict[str, TaskRow] = {}
     problems: list[str] = []
-    for ref in refs:
+    for ref in progress(refs, desc="references parsed"):
         try:
             rows[str(ref.path)] = build_row(ref, args.data_source, args.prompt_style, args.entry_point)
         except ReferenceFileError as e:
@@ -92,7 +94,7 @@ def check(args: argparse.Namespace) -> int:
     except FileNotFoundError as e:
         raise UsageError(f"prepare-data: {e}") from None
     except DataFormatError as e:  # an unreadable file: nothing to count rows in
-        print(f"prepare-data: {e}", file=sys.stderr)
+        log.error("prepare-data: %s", e)
         return 1
     print(f"{args.check}: {result.num_rows} rows in {len(result.files)} file(s), "
           f"{result.num_valid} valid, {result.num_invalid} invalid")
@@ -143,26 +145,28 @@ def run(args: argparse.Namespace) -> int:
     problems += build_problems
     if rows and not args.no_load_check:
         sources = {path: row.reference_code for path, row in rows.items()}
+        log.info("load-checking %d references in one sandboxed child (timeout %.0f s)", len(sources),
+                 args.load_timeout)
         try:
             loaded = check_loadable(sources, args.entry_point, args.load_timeout)
         except CheckerFailed as e:
-            print(f"prepare-data: {e}", file=sys.stderr)
+            log.error("prepare-data: %s", e)
             return 1
         weak = {k: v for k, v in loaded.sandbox.items() if k == "namespaces" and not v.startswith("active")}
         for layer, state in weak.items():
-            print(f"prepare-data: load-check sandbox: {layer} {state}", file=sys.stderr)
+            log.warning("prepare-data: load-check sandbox: %s %s", layer, state)
         for path, error in loaded.verdicts.items():
             if error is not None:
                 problems.append(f"{path}: does not load: {error}")
                 del rows[path]
     for problem in problems:
-        print(f"invalid reference: {problem}", file=sys.stderr)
+        log.warning("invalid reference: %s", problem)
     if problems and not args.skip_invalid:
-        print(f"prepare-data: {len(problems)} invalid reference(s), nothing written "
-              "(fix them or pass --skip-invalid)", file=sys.stderr)
+        log.error("prepare-data: %d invalid reference(s), nothing written (fix them or pass --skip-invalid)",
+                  len(problems))
         return 1
     if not rows:
-        print("prepare-data: no valid references left, nothing written", file=sys.stderr)
+        log.error("prepare-data: no valid references left, nothing written")
         return 1
     write_rows(list(rows.values()), out)
     levels = Counter(row.extra_info.level for row in rows.values())

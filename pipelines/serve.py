@@ -15,7 +15,6 @@ import logging
 import os
 import signal
 import socket
-import sys
 import threading
 import time
 from pathlib import Path
@@ -24,8 +23,11 @@ from typing import Any
 import yaml
 
 from drkernel.config.base import ConfigError, apply_overrides
+from drkernel.log import get_logger
 from drkernel.verify.devices import resolve_device
 from pipelines.cli import UsageError
+
+log = get_logger("serve")
 
 APP_IMPORT_PATH = "serve_apps.verifier_app:build_app"
 DEFAULT_HOST = "127.0.0.1"
@@ -180,8 +182,8 @@ def run(args: argparse.Namespace) -> int:
         _resolve_device(app_args)
         cfg = _validated(app_args)
         if host not in ("127.0.0.1", "localhost", "::1") and not os.environ.get(cfg.api_token_env):
-            print(f"warning: {host}:{port} runs untrusted kernel code for anyone who can reach it; "
-                  f"set {cfg.api_token_env} to require a bearer token", file=sys.stderr, flush=True)
+            log.warning("%s:%s runs untrusted kernel code for anyone who can reach it; set %s to require a "
+                        "bearer token", host, port, cfg.api_token_env)
         serve.start(http_options={"host": host, "port": port})
         serve.run(build_app(cfg.model_dump()), name=APP_NAME, route_prefix="/", blocking=False)
         deployed = True
@@ -189,10 +191,10 @@ def run(args: argparse.Namespace) -> int:
         if not _answers(url, timeout_s=30):
             raise UsageError(f"drkernel serve: the app is deployed but nothing answers on {url} (Serve on this "
                              "cluster was already started with other HTTP options?); removed it again")
-        print(f"verifier ({cfg.device}) listening on {url}  [POST /verify, /verify/batch; GET /healthz, /stats, "
-              f"/openapi.json]  Ray cluster {ray.get_runtime_context().gcs_address}  Ctrl-C stops", flush=True)
+        log.info("verifier (%s) listening on %s  [POST /verify, /verify/batch; GET /healthz, /stats, /openapi.json]"
+                 "  Ray cluster %s  Ctrl-C stops", cfg.device, url, ray.get_runtime_context().gcs_address)
         stop.wait()
-        print("stopping the verifier", flush=True)
+        log.info("stopping the verifier")
     finally:
         if started_here:
             serve.shutdown()

@@ -17,6 +17,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from drkernel.config.sft import SFTEvalConfig
 from drkernel.config.verifier import VerifyOptions
 from drkernel.data.prompts import extract_code, first_turn_messages
+from drkernel.log import progress
 from drkernel.sft.data import Messages, prompt_ids
 from drkernel.verify.engine import Verifier
 from drkernel.verify.result import VerifyResult
@@ -65,7 +66,7 @@ def generate_responses(
     results: list[tuple[str, int, bool] | None] = [None] * len(encoded)
     torch.manual_seed(seed)
     model.eval()
-    for start in range(0, len(order), batch_size):
+    for start in progress(range(0, len(order), batch_size), desc=f"{'sampled' if sample else 'greedy'} batches"):
         idx = order[start : start + batch_size]
         width = max(len(encoded[i]) for i in idx)
         ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
@@ -107,7 +108,7 @@ def judge_answers(
         return None if codes[k] is None else verifier.verify(tasks[k].reference, codes[k], options)
 
     with ThreadPoolExecutor(concurrency) as pool:
-        verdicts = list(pool.map(judge, range(len(tasks))))
+        verdicts = list(progress(pool.map(judge, range(len(tasks))), total=len(tasks), desc=f"{mode} verified"))
     return [
         AnswerRecord(
             task=task.name,

@@ -17,12 +17,14 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from drkernel.config.sft import DemoConfig
+from drkernel.log import get_logger
 from drkernel.model.tiny import save_tiny_base
 from drkernel.sft.data import SFTInputError, corpus_texts, encode_pairs, parquet_pairs, task_pairs
-from drkernel.sft.trainer import StepLog, resolve_device, train_sft
+from drkernel.sft.trainer import StepLog, torch_device, train_sft
 from drkernel.tasks import Task, load_tasks
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+_log = get_logger("sft")
 
 
 def _loss_curve(history: list[StepLog], points: int = 8) -> list[dict]:
@@ -53,13 +55,13 @@ def _device_and_tasks(cfg: DemoConfig) -> tuple[torch.device, list[Task]]:
     if cfg.sft.num_threads is not None:
         torch.set_num_threads(cfg.sft.num_threads)
     try:
-        device = resolve_device(cfg.sft.device)
+        device = torch_device(cfg.sft.device)
     except ValueError as e:
         raise SFTInputError(str(e)) from None
     return device, load_tasks(Path(cfg.data.tasks_dir) if cfg.data.tasks_dir else None)
 
 
-def evaluate_checkpoint(cfg: DemoConfig, checkpoint: str | Path, log: Callable[[str], None] = print) -> dict:
+def evaluate_checkpoint(cfg: DemoConfig, checkpoint: str | Path, log: Callable[[str], None] = _log.info) -> dict:
     """Evaluate an existing HF checkpoint on the task library; writes `<checkpoint>/eval.json`."""
     path = Path(checkpoint)
     if not path.is_dir():
@@ -73,7 +75,7 @@ def evaluate_checkpoint(cfg: DemoConfig, checkpoint: str | Path, log: Callable[[
     return summary
 
 
-def run_sft_stage(cfg: DemoConfig, log: Callable[[str], None] = print) -> dict:
+def run_sft_stage(cfg: DemoConfig, log: Callable[[str], None] = _log.info) -> dict:
     """Run the stage described by `cfg`; returns the summary also written to `<output_dir>/summary.json`."""
     device, tasks = _device_and_tasks(cfg)
     out = Path(cfg.sft.output_dir)

@@ -16,6 +16,7 @@ import torch
 from transformers import PreTrainedModel
 
 from drkernel.config.sft import SFTConfig
+from drkernel.log import progress
 from drkernel.sft.data import SFTExample, collate
 from drkernel.sft.loss import response_loss_sum
 from drkernel.verify import devices
@@ -37,7 +38,7 @@ class StepLog:
         return asdict(self)
 
 
-def resolve_device(name: str) -> torch.device:
+def torch_device(name: str) -> torch.device:
     """`auto` picks cuda, then npu (torch_npu), then cpu; an explicit name must be available.
 
     The choice is the verifier's (`drkernel.verify.devices`), so every stage picks devices alike."""
@@ -88,7 +89,7 @@ def train_sft(
     steps_per_epoch = math.ceil(len(examples) / (cfg.micro_batch_size * cfg.grad_accum_steps))
     history: list[StepLog] = []
     start = time.monotonic()
-    for step, micro_batches in enumerate(steps):
+    for step, micro_batches in enumerate(progress(steps, desc="sft steps")):
         for group in optimizer.param_groups:
             group["lr"] = cfg.lr * lr_factor(step, len(steps), cfg.warmup_steps, cfg.min_lr_ratio)
         total_tokens = sum(examples[i].num_response_tokens for mb in micro_batches for i in mb)

@@ -11,7 +11,7 @@ from drkernel.config.sft import SFTConfig, TinyModelConfig
 from drkernel.model.tiny import build_tiny_model
 from drkernel.model.tokenizer import build_tokenizer
 from drkernel.sft.data import corpus_texts, encode_pairs, task_pairs
-from drkernel.sft.trainer import lr_factor, plan_batches, resolve_device, train_sft
+from drkernel.sft.trainer import lr_factor, plan_batches, torch_device, train_sft
 from drkernel.tasks import load_tasks
 
 
@@ -35,10 +35,10 @@ def test_plan_visits_every_example_once_per_epoch():
 
 
 def test_unknown_device_is_refused():
-    assert resolve_device("cpu") == torch.device("cpu")
+    assert torch_device("cpu") == torch.device("cpu")
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="not available"):
-            resolve_device("cuda")
+            torch_device("cuda")
 
 
 def test_short_sft_run_on_shipped_tasks_lowers_the_loss():
