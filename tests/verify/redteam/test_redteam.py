@@ -14,6 +14,7 @@ import pytest
 from drkernel.verify import VerifyOptions, protocol
 from drkernel.verify.engine import Verifier
 from drkernel.verify.gate import check_source
+from sandbox_layers import require_layers
 
 pytestmark = pytest.mark.integration
 
@@ -77,6 +78,8 @@ def test_typing_sys_patch_earns_nothing(verifier) -> None:
                                             ("escape_typing_sys_patch.py", MATMUL_REF)])
 def test_runtime_layers_catch_harness_rewrite(verifier, name: str, reference: str) -> None:
     r = verifier._verify_ungated(reference, _src(name), OPTIONS)
+    # the findings were made with every layer active; on a host without one, say which, rather than pass
+    require_layers(r.details.get("isolation", {}), "namespaces", "pid_namespace", "uid", "nproc_limit")
     assert r.status == "ok" and r.reward == 0.0, (r.reward, r.speedup, r.coverage, r.hack)
 
 
