@@ -15,7 +15,7 @@ No `from __future__ import annotations`: FastAPI resolves the route annotations 
 import asyncio
 import time
 import uuid
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException
 from fastapi.exceptions import RequestValidationError
@@ -49,18 +49,18 @@ class ChatRequest(_Strict):
     """The subset of OpenAI's chat-completions body this route honours; anything else is a 422."""
 
     messages: list[ChatMessage] = Field(..., min_length=1, description="the conversation so far")
-    model: Optional[str] = Field(None, description="must be the served model name when given")
-    max_tokens: Optional[int] = Field(None, ge=1, description="generation budget (default: 512)")
-    max_completion_tokens: Optional[int] = Field(None, ge=1, description="OpenAI's newer name for max_tokens")
+    model: str | None = Field(None, description="must be the served model name when given")
+    max_tokens: int | None = Field(None, ge=1, description="generation budget (default: 512)")
+    max_completion_tokens: int | None = Field(None, ge=1, description="OpenAI's newer name for max_tokens")
     temperature: float = Field(1.0, ge=0, le=2, description="0 = greedy")
     top_p: float = Field(1.0, gt=0, le=1, description="nucleus threshold")
     top_k: int = Field(0, ge=0, description="extension: keep the k most likely tokens (0 = off)")
     n: int = Field(1, ge=1, le=MAX_N, description="choices to sample")
-    seed: Optional[int] = Field(None, description="sampling seed (choice i uses seed + i)")
+    seed: int | None = Field(None, description="sampling seed (choice i uses seed + i)")
     logprobs: bool = Field(False, description="return each content token's log-prob")
-    top_logprobs: Optional[int] = Field(None, ge=0, le=0, description="alternatives per token: not supported")
+    top_logprobs: int | None = Field(None, ge=0, le=0, description="alternatives per token: not supported")
     stream: Literal[False] = Field(False, description="streaming is not supported")
-    user: Optional[str] = Field(None, description="ignored; accepted for OpenAI clients")
+    user: str | None = Field(None, description="ignored; accepted for OpenAI clients")
 
 
 def _byte_level_table() -> dict[str, int]:
@@ -91,7 +91,7 @@ class PolicyIngress:
         self._tokenizer = AutoTokenizer.from_pretrained(model_path)
         self._tokens = tokens_from_env(self.config.api_token_env)
         self._added = set(self._tokenizer.added_tokens_decoder)  # special/added tokens are not byte-level pieces
-        self._slots: Optional[asyncio.Semaphore] = None  # made on the serving event loop
+        self._slots: asyncio.Semaphore | None = None  # made on the serving event loop
 
     def __serve_build_asgi_app__(self) -> Any:
         app = FastAPI(title="drkernel policy", version="0.1.0", docs_url=None, redoc_url=None)
@@ -139,7 +139,8 @@ class PolicyIngress:
                 outputs: list[GenerateOutput] = await asyncio.gather(
                     *(self._policy.generate.remote(prompt_ids, s) for s in samplings))
             except ValueError as e:  # a request the engine refuses (e.g. longer than the model's context)
-                raise HTTPException(422, [{"loc": ["body", "messages"], "type": "value_error", "msg": str(e)}])
+                detail = [{"loc": ["body", "messages"], "type": "value_error", "msg": str(e)}]
+                raise HTTPException(422, detail) from None
         return self._response(body, prompt_ids, outputs)
 
     def _response(self, body: ChatRequest, prompt_ids: list[int], outputs: list[GenerateOutput]) -> dict:

@@ -15,7 +15,7 @@ import asyncio
 import math
 import time
 from collections import Counter
-from typing import Any, Optional
+from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -44,14 +44,14 @@ REPLICA_STATS_TIMEOUT_S = 1.0
 class _Refused(Exception):
     """A request the ingress answers with an error status instead of a result."""
 
-    def __init__(self, status: int, message: Any, retry_after_s: Optional[float] = None) -> None:
+    def __init__(self, status: int, message: Any, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.detail = message
         self.retry_after_s = retry_after_s
 
 
-def _json_error(status: int, detail: Any, headers: Optional[dict[str, str]] = None) -> JSONResponse:
+def _json_error(status: int, detail: Any, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=status, headers=headers)
 
 
@@ -76,7 +76,7 @@ class VerifierIngress:
         self._tokens = tokens_from_env(self.config.api_token_env)
         self._admitted: Counter[str] = Counter()
         self._client_slots: dict[str, asyncio.Semaphore] = {}
-        self._dispatch: Optional[asyncio.Semaphore] = None  # made on the serving event loop
+        self._dispatch: asyncio.Semaphore | None = None  # made on the serving event loop
         self._dispatched = 0
 
     def __serve_build_asgi_app__(self) -> Any:
@@ -145,7 +145,7 @@ class VerifierIngress:
 
         return app
 
-    async def _replica_stats(self) -> Optional[dict]:
+    async def _replica_stats(self) -> dict | None:
         """Load of the verifier replica that answers first (exact with one replica); None when all are busy."""
         try:
             return await asyncio.wait_for(_await(self._verifier.stats.remote()), REPLICA_STATS_TIMEOUT_S)

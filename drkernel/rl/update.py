@@ -145,7 +145,6 @@ def accumulate_gradients(model: nn.Module, batch: StepBatch, cfg: AlgorithmConfi
         return metrics
     chunks, passes = _micro_batches(batch.num_rows, micro_batch_size, dp_size, device)
     advantages = batch.to_turns(batch.advantages)
-    rollout = batch.to_turns(batch.rollout_log_probs)
     sums = {"loss": 0.0, "clip": 0.0, "entropy": 0.0, "tokens": 0.0}
     for k in range(passes):
         if k >= len(chunks):

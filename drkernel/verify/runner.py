@@ -3,13 +3,15 @@
 The judge hands over inputs ("stage"), asks for k calls ("run": k forwards, one per staged input set,
 then a device-wide sync, then the reply), and only then, outside its timed window, asks for what the
 calls returned ("collect"; on CUDA the outputs are already in buffers the judge owns and bound to
-this runner ("bind"): "run" copies them there before its sync, "fill" does it for untimed passes). So both models are timed as black boxes, the same way, on the judge's clock; nothing
-here measures time. Replies follow drkernel.verify.protocol; orders from the judge arrive pickled
-(the judge alone writes that channel: CUDA IPC handles of its own tensors travel that way).
+this runner ("bind"): "run" copies them there before its sync, "fill" does it for untimed passes). So
+both models are timed as black boxes, the same way, on the judge's clock; nothing here measures time.
+Replies follow drkernel.verify.protocol; orders from the judge arrive pickled (the judge alone writes
+that channel: CUDA IPC handles of its own tensors travel that way).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Callable
@@ -264,7 +266,7 @@ class Runner:
         with torch.no_grad():
             for i in range(k):
                 inputs = self.staged[i]
-                outputs.append(self.observe(f"call {self.calls}", lambda: self.model(*inputs), inputs))
+                outputs.append(self.observe(f"call {self.calls}", functools.partial(self.model, *inputs), inputs))
                 self.calls += 1
         self.outputs = outputs
         if self.ipc and len(self.bound) >= k:

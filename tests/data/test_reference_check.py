@@ -66,7 +66,7 @@ def test_sources_run_in_the_verifiers_sandbox(tmp_path):
 
 def test_a_process_a_source_leaves_behind_is_killed(tmp_path):
     """The child's whole process group dies with the check, so a daemon started on import cannot linger."""
-    marker = "drkernel-refcheck-sleeper-%d" % id(tmp_path)
+    marker = f"drkernel-refcheck-sleeper-{id(tmp_path)}"
     sleeper = [sys.executable, "-c", "import time; time.sleep(300)", marker]
     spawns = f"import subprocess\nsubprocess.Popen({sleeper!r})\n" + GOOD
     assert check_loadable({"spawns.py": spawns}).verdicts["spawns.py"] is None

@@ -75,7 +75,7 @@ def test_honest_kernel_still_earns_a_reward(verifier):
 
 
 # -- seen #1: code execution through the harness channel ----------------------------------------------------
-FIND_CONN = '''
+FIND_CONN = f'''
 import gc
 import multiprocessing.connection
 
@@ -86,8 +86,8 @@ def _channel():
 
 class Boom:
     def __reduce__(self):
-        return (exec, ("open({marker!r}, 'w').write('ran')",))
-'''.format(marker=MARKER)
+        return (exec, ("open({MARKER!r}, 'w').write('ran')",))
+'''
 
 
 @pytest.mark.parametrize("send", [
