@@ -89,26 +89,28 @@ def test_huge_but_valid_source_is_judged(verifier) -> None:
     """An honest kernel carrying a 5 MB string literal is still evaluated on its merits."""
     source = HONEST + f'\n\nPADDING = "{"a" * FIVE_MB}"\n'
     r = verifier.verify(REF, source, VerifyOptions(**OPTIONS))
-    assert r.status == "ok", r.error
-    assert r.correct and r.reward > 0 or (r.error is not None and r.error.message.strip())
+    assert r.status == "ok" and r.error is None, r.error
+    assert r.correct and r.hack is None and r.reward > 0
 
 
+# (case id, reference source, what the error message names)
 BROKEN_REFERENCES = [
-    ("syntax", REF.replace("def forward(self, x", "def forward(self x")),
-    ("get_inputs_raises", REF.replace("return [torch.randn(4096), torch.randn(4096)]", "raise RuntimeError('no inputs')")),
-    ("no_model_class", REF.replace("class Model(", "class Modle(")),
-    ("empty", ""),
+    ("syntax", REF.replace("def forward(self, x", "def forward(self x"), "failed to load: SyntaxError"),
+    ("get_inputs_raises", REF.replace("return [torch.randn(4096), torch.randn(4096)]", "raise RuntimeError('no inputs')"),
+     "get_inputs failed: RuntimeError: no inputs"),
+    ("no_model_class", REF.replace("class Model(", "class Modle("), "no attribute 'Model'"),
+    ("empty", "", "no attribute 'get_init_inputs'"),
 ]
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("case_id,reference", BROKEN_REFERENCES, ids=[c[0] for c in BROKEN_REFERENCES])
-def test_broken_reference_is_not_a_candidate_verdict(verifier, case_id: str, reference: str) -> None:
+@pytest.mark.parametrize("case_id,reference,names", BROKEN_REFERENCES, ids=[c[0] for c in BROKEN_REFERENCES])
+def test_broken_reference_is_not_a_candidate_verdict(verifier, case_id: str, reference: str, names: str) -> None:
     """A reference that cannot run leaves no verdict: infra_error (masked in training), never reward 0."""
     r = verifier.verify(reference, HONEST, VerifyOptions(**OPTIONS))
     assert r.status == "infra_error", r.model_dump_json(indent=1, exclude={"checks"})
     _clear(r)
-    assert r.error.kind in ("reference", "usage")
+    assert r.error.kind == "reference" and names in r.error.message, r.error
     assert verifier.verify(REF, HONEST, VerifyOptions(**OPTIONS)).correct, "the verifier survives a broken reference"
 
 
