@@ -241,7 +241,7 @@ class TrainJob:
         job_id = ray.get_runtime_context().get_job_id()
         try:
             alive = list_actors(filters=[("state", "=", "ALIVE")], limit=10_000)
-        except Exception as e:  # noqa: BLE001 - the state API needs the dashboard; placement is only reported
+        except Exception as e:  # the state API needs the dashboard; placement is only reported
             log.info("actor placement unknown (Ray state API unavailable: %s)", type(e).__name__)
             return 0
         mine = [a for a in alive if a.job_id == job_id or any(app in (a.name or "") for app in self._apps)]
@@ -351,19 +351,19 @@ class TrainJob:
         if self.pool is not None and self.pool.workers:
             try:
                 asyncio.run(self.pool.stop(timeout_s=5.0))
-            except Exception as e:  # noqa: BLE001 - keep cleaning up
+            except Exception as e:  # keep cleaning up
                 log.warning("stopping rollout workers: %s", e)
         for rank in self.ranks:
             try:
                 ray.get(rank.shutdown.remote(), timeout=10)
-            except Exception:  # noqa: BLE001 - a dead rank needs no shutdown
+            except Exception:  # a dead rank needs no shutdown
                 pass
         for actor in [*self.ranks, *self._actors]:
             ray.kill(actor, no_restart=True)
         for name in self._apps:  # start every deletion first: replicas close their fork-servers concurrently
             try:
                 serve.delete(name, _blocking=False)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 log.warning("deleting Serve app %s: %s", name, e)
         deadline = time.monotonic() + 60
         while self._apps and time.monotonic() < deadline and set(self._apps) & set(serve.status().applications):

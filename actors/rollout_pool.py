@@ -90,7 +90,7 @@ class RolloutPool:
             try:
                 self.results[worker_id] = await handle.run.remote()
                 return
-            except Exception as e:  # noqa: BLE001 - an actor error or a broken loop: replace the worker
+            except Exception as e:  # an actor error or a broken loop: replace the worker
                 if self._stopping:
                     return
                 reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"

@@ -106,7 +106,7 @@ class RolloutWorker:
                                                  self._tokenizer, self.cfg, self.reward_cfg)
                 self._counts["samples"] += 1
                 return trajectory
-            except Exception as e:  # noqa: BLE001 - any episode failure is retried, then fails the group
+            except Exception as e:  # any episode failure is retried, then fails the group
                 self._counts["sample_errors"] += 1
                 message = f"{group.group_id}/{index} attempt {attempt + 1}: {type(e).__name__}: {e}"
                 self._errors = (self._errors + [message])[-20:]

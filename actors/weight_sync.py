@@ -79,7 +79,7 @@ class ActorReplicas:
                 continue
             try:
                 results.append(ray.get(call))
-            except Exception as e:  # noqa: BLE001 - a replica's failure is reported, not raised here
+            except Exception as e:  # a replica's failure is reported, not raised here
                 results.append(e)
         for call in pending:
             ray.cancel(call)

@@ -645,7 +645,7 @@ class _RealObjects:
                 for name in sorted(ALLOWED_MODULES - {"__future__"}):
                     try:
                         importlib.import_module(name)
-                    except Exception:  # noqa: BLE001 - e.g. torch.npu without torch_npu: names judge it
+                    except Exception:  # e.g. torch.npu without torch_npu: names judge it
                         continue
                 roots = {n.partition(".")[0] for n in ALLOWED_MODULES - {"__future__"}}
                 found = {n: sys.modules[n] for n in roots if n in sys.modules}
@@ -668,7 +668,7 @@ class _RealObjects:
         try:
             for part in rest:
                 obj = _unwrap(inspect.getattr_static(obj, part))
-        except Exception:  # noqa: BLE001 - not there in this install
+        except Exception:  # not there in this install
             return None
         return obj
 
@@ -694,7 +694,7 @@ class _RealObjects:
             here = ".".join(path.split(".")[:i])
             try:
                 obj = _unwrap(inspect.getattr_static(obj, part))
-            except Exception:  # noqa: BLE001 - absent, or only a hook could produce it
+            except Exception:  # absent, or only a hook could produce it
                 return self._unloaded_submodule(obj, part, here)
             real = obj.__name__ if isinstance(obj, types.ModuleType) else f"{real}.{part}"
             problem = self._object_problem(obj, here)
@@ -709,7 +709,7 @@ class _RealObjects:
         name = f"{obj.__name__}.{part}"
         try:
             spec = importlib.util.find_spec(name)
-        except Exception:  # noqa: BLE001 - not a submodule
+        except Exception:  # not a submodule
             return None
         if spec is None:
             return None
@@ -728,7 +728,7 @@ class _RealObjects:
         if callable(obj) or isinstance(obj, type):
             try:
                 home = obj.__module__
-            except Exception:  # noqa: BLE001 - no home to judge
+            except Exception:  # no home to judge
                 return None
             if isinstance(home, str) and home.partition(".")[0] not in CALLABLE_HOMES:
                 return f"{here} is defined in {home} (not on the allow-list)"

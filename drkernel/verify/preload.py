@@ -3,12 +3,12 @@ harness already loaded (a fork costs about 20 ms; a fresh interpreter importing 
 
 import os
 
-import torch  # noqa: F401
-import torch._dynamo  # noqa: F401  (rebinds torch.manual_seed on import: before any harness snapshot)
-import torch.multiprocessing  # noqa: F401  (registers the CUDA IPC reductions on the pickler)
-import torch.profiler  # noqa: F401
-import triton  # noqa: F401
-import triton.language  # noqa: F401
+import torch
+import torch._dynamo  # rebinds torch.manual_seed on import: before any harness snapshot
+import torch.multiprocessing  # registers the CUDA IPC reductions on the pickler
+import torch.profiler
+import triton
+import triton.language
 import triton.runtime.interpreter  # noqa: F401
 
 from drkernel.verify import candidate_process, devices, entry, judge, reference_process  # noqa: F401

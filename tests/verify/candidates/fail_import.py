@@ -1,6 +1,6 @@
 """Imports a module that does not exist. Expect: compiled False, error import."""
 
-import drkernel_no_such_module_xyz  # noqa: F401
+import drkernel_no_such_module_xyz
 import torch
 import torch.nn as nn
 import triton

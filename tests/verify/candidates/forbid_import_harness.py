@@ -1,6 +1,6 @@
 """Imports the verifier's own modules to reach the harness. Expect: hack forbidden_api, error forbidden."""
 
-import drkernel.verify as harness  # noqa: F401
+import drkernel.verify as harness
 import torch
 import torch.nn as nn
 import triton
