@@ -113,7 +113,7 @@ def test_prs_rejects_a_lazy_correct_turn_but_keeps_it_in_the_baseline():
 def test_rollout_metrics_count_rates_fast1_and_hacks():
     trajs = _group("a", [
         [TurnSpec(correct=True, reward=2.0, speedup=1.5, coverage=0.8), TurnSpec(formatted=False)],
-        [TurnSpec(compiled=False), TurnSpec(correct=False, hack="timing_trick")],
+        [TurnSpec(compiled=False), TurnSpec(correct=False, hack="decoy_kernel")],
         [TurnSpec(masked=True), TurnSpec(correct=True, reward=1.0, speedup=0.9, coverage=0.4)],
     ])
     m = _build(trajs).metrics
@@ -122,7 +122,7 @@ def test_rollout_metrics_count_rates_fast1_and_hacks():
     assert m["rollout/compile_rate"] == pytest.approx(3 / 5)  # format failure and the compile error
     assert m["rollout/correct_rate"] == pytest.approx(2 / 5)
     assert m["rollout/fast1"] == pytest.approx(1 / 2) and m["rollout/fast1_in_all"] == pytest.approx(1 / 5)
-    assert m["rollout/hack_rate/timing_trick"] == pytest.approx(1 / 5)
+    assert m["rollout/hack_rate/decoy_kernel"] == pytest.approx(1 / 5)
     assert m["rollout/coverage_mean"] == pytest.approx(0.6)
     assert m["rollout/reward_mean"] == pytest.approx(3.0 / 5)
 
