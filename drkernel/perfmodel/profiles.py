@@ -24,7 +24,7 @@ class GpuProfile:
 
     def peak_flops(self, precision: str) -> float:
         return {"fp32": self.fp32_flops, "tf32": self.tf32_flops, "bf16": self.bf16_flops,
-                "tf32x3": self.tf32_flops / 3}.get(precision, self.fp32_flops)
+                "tf32x3": self.tf32_flops / 3, "vector": self.fp32_flops}.get(precision, self.fp32_flops)
 
 
 H200 = GpuProfile(

@@ -4,8 +4,8 @@ Every load, store and atomic the interpreter performs goes through one `Interpre
 the element addresses (a numpy array) and the mask; `tl.dot` goes through `create_dot` with the operand
 blocks. Wrapping those methods (for the duration of a `TritonCounter` only) counts each launch: unique
 bytes read and written (each address once per launch), bytes re-read (loads of an address already
-loaded in this launch), and matmul flops by precision. Elementwise arithmetic is not counted: on the
-profiled GPUs it is far below the memory time of the bytes it works on.
+loaded in this launch), matmul flops by precision ("tf32", "bf16", "fp32"), and other floating-point
+arithmetic ("vector": adds, multiplies, fma, transcendentals; reductions are not counted).
 
 With `allowed` address ranges every access is checked before it happens: an access outside them raises
 OutsideBuffers (the replay hands a kernel only the buffers its trace reported).
@@ -18,6 +18,15 @@ from typing import Any
 import numpy as np
 
 from drkernel.perfmodel.cost import LaunchCount
+
+
+# Floating-point arithmetic outside tl.dot, priced at the FP32 (CUDA-core) rate: flops per result element.
+# Reductions (tl.sum, tl.max) run in numpy outside the builder and are not counted.
+VECTOR_OPS = {
+    **{f"create_{op}": 1 for op in ("fadd", "fsub", "fmul", "fdiv", "frem", "precise_divf", "exp", "exp2", "log",
+                                     "log2", "sqrt", "precise_sqrt", "rsqrt", "sin", "cos", "erf")},
+    "create_fma": 2,
+}
 
 
 class OutsideBuffers(RuntimeError):
@@ -189,6 +198,20 @@ class TritonCounter:
                      "create_descriptor_scatter"):
             if hasattr(InterpreterBuilder, name):
                 self._patch(InterpreterBuilder, name, unsupported)
+        def arithmetic(flops_per_element: int) -> Any:
+            def make(original: Any) -> Any:
+                def f(builder: Any, *args: Any) -> Any:
+                    ret = original(builder, *args)
+                    if counter._current is not None:
+                        n = float(np.size(ret.data)) * flops_per_element
+                        counter._current.flops["vector"] = counter._current.flops.get("vector", 0.0) + n
+                    return ret
+                return f
+            return make
+
+        for name, per in VECTOR_OPS.items():
+            if hasattr(InterpreterBuilder, name):
+                self._patch(InterpreterBuilder, name, arithmetic(per))
         self._patch(InterpretedFunction, "run", run)
         return self
 

@@ -23,8 +23,8 @@ def test_elementwise_kernel_counts_each_byte_once():
         k.add_kernel[(8,)](a, b, o, 1000, BLOCK=128)  # 1024 lanes, 24 masked off
     got = _one(c)
     assert (got.name, got.kind, got.read_bytes, got.write_bytes, got.reread_bytes, got.flops) == \
-        ("add_kernel", "triton", 8000, 4000, 0, {})
-    assert launch_seconds(got, H200) == pytest.approx(12000 / 4.3e12 + 4e-6)
+        ("add_kernel", "triton", 8000, 4000, 0, {"vector": 1024.0})  # masked-off lanes still execute
+    assert launch_seconds(got, H200) == pytest.approx(12000 / 4.3e12 + 4e-6)  # memory-bound: 1024 flops are nothing
     with AtenCounter() as ref:
         torch.add(a, b)
     assert [(x.name, x.read_bytes, x.write_bytes) for x in ref.launches] == [("aten::add.Tensor", 8000, 4000)]
@@ -49,7 +49,8 @@ def test_tiled_matmul_counts_rereads_and_dot_flops():
     got = _one(cnt)
     # 4 programs each load a 16x32 strip of A and a 32x16 strip of B: 16 KiB loaded, 8 KiB distinct.
     assert (got.read_bytes, got.write_bytes, got.reread_bytes) == (8192, 4096, 8192)
-    assert got.flops == {"tf32": 2.0 * 32 ** 3}  # fp32 tl.dot defaults to TF32
+    # fp32 tl.dot defaults to TF32; `acc +=` adds a 16x16 tile per k step in each of the 4 programs
+    assert got.flops == {"tf32": 2.0 * 32 ** 3, "vector": 4 * 2 * 16 * 16}
     torch.testing.assert_close(c, a @ b, atol=1e-3, rtol=1e-3)
     with AtenCounter() as ref:
         torch.mm(a, b)
