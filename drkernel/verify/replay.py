@@ -32,7 +32,10 @@ from drkernel.verify import problem, protocol, tensors
 from drkernel.verify.gate import check_source
 
 MAX_PROGRAMS = 1 << 20  # programs of one replayed launch
-DENIED_ATEN = re.compile(r"file|save|load|print|_local_scalar|set_|record_stream|_assert|pin_memory|share")
+# Not replayed as aten events: files and process state, and anything that hands out uninitialised memory
+# (a block the reference's outputs were freed from could hold the answer): allocations come as "alloc"
+# events, which fill the buffer first.
+DENIED_ATEN = re.compile(r"file|save|load|print|_local_scalar|set_|record_stream|_assert|pin_memory|share|empty|resize")
 NAN_FILL = 0xFF  # fresh buffers start as NaN (floats) / -1 (integers): unwritten scratch never reads as a result
 
 

@@ -22,6 +22,7 @@ null, bool, int, float, {"float": "inf"|"-inf"|"nan"}, {"t": ref}, {"list": [...
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +32,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from drkernel.perfmodel.aten_count import is_free, op_name
+from drkernel.verify import protocol
 
 MAX_STATE = 256  # committed state tensors
 MAX_EVENTS = 512
@@ -150,7 +152,6 @@ class TraceRecorder(TorchDispatchMode):
         name = op_name(func)
         if is_free(func) and name not in ALLOC_OPS:
             return func(*args, **kwargs)
-        before = set(self.by_storage)
         if name in ALLOC_OPS:
             out = func(*args, **kwargs)
             ptr = out.untyped_storage().data_ptr()
@@ -167,9 +168,8 @@ class TraceRecorder(TorchDispatchMode):
                 outs.append(None)
                 continue
             ptr = t.untyped_storage().data_ptr()
-            if ptr not in self.by_storage or ptr not in before:
-                if ptr not in self.by_storage:
-                    self._new(ptr, {"kind": "fresh", "nbytes": t.untyped_storage().nbytes()})
+            if ptr not in self.by_storage:  # a new tensor; an in-place or out= result names its buffer again
+                self._new(ptr, {"kind": "fresh", "nbytes": t.untyped_storage().nbytes()})
             outs.append(self.ref(t))
         event["outs"] = outs
         self._event(event)
@@ -201,6 +201,12 @@ class TraceRecorder(TorchDispatchMode):
             chunks.append(torch.empty(0, dtype=torch.uint8).set_(s, 0, (s.nbytes(),), (1,)).numpy().tobytes())
         header = {"buffers": [self.buffers[i] for i in range(len(self.buffers))], "events": self.events,
                   "outputs": refs}
+        try:  # checked here too, so an honest forward the format cannot carry is a fault, not a broken protocol
+            protocol.validate({"type": "trace", **header})
+            if len(json.dumps(header, allow_nan=False)) > protocol.MAX_HEADER - 1024:
+                raise TraceError(f"the trace exceeds {protocol.MAX_HEADER} bytes")
+        except (protocol.ProtocolError, ValueError) as e:
+            raise TraceError(str(e)) from e
         return header, b"".join(chunks)
 
 

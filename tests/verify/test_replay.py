@@ -226,8 +226,18 @@ def test_launch_of_something_that_is_not_a_gated_kernel_fails(vector):
     assert m["verdict"] == "mismatch" and "not one of the candidate's gated jit functions" in m["message"]
 
 
+def test_output_from_uninitialised_memory_fails(vector):
+    """torch.empty in the replay could hand back the block the reference's output was freed from."""
+    trace = copy.deepcopy(vector["trace"])
+    out = trace["outputs"][0]
+    trace["events"] = [{"op": "aten", "name": "aten::empty.memory_format", "args": [{"list": [4096]}],
+                        "kwargs": {"dtype": {"dtype": "float32"}}, "outs": [out]}]
+    m = _judge(vector, trace=trace)
+    assert m["verdict"] == "mismatch" and "not replayed" in m["message"]
+
+
 def test_denied_and_unknown_aten_operators_fail(vector):
-    for name in ("aten::from_file", "aten::no_such_op"):
+    for name in ("aten::from_file", "aten::no_such_op", "aten::resize_"):
         trace = copy.deepcopy(vector["trace"])
         trace["events"].insert(0, {"op": "aten", "name": name, "args": [], "kwargs": {}, "outs": []})
         assert _judge(vector, trace=trace)["verdict"] == "mismatch", name
