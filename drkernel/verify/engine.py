@@ -187,6 +187,10 @@ class Verifier:
             # out of it is judged again with the device to itself, and only that verdict counts.
             with self._admission.exclusive():
                 result = self._guarded(reference, candidate, options, Verdict.from_json(v.as_json()), kernels, t0)
+            if _out_of_memory(result):  # alone too: the problem, the candidate and our copies do not fit
+                message = " ".join(result.error.message.split())[:300] if result.error else ""
+                result = _infra_result("infra", f"out of device memory with the device to itself: {message}",
+                                       self.device, t0, result.details)
             result.details["oom_retry"] = "ran out of device memory beside other evaluations; judged again alone"
         return result
 

@@ -666,9 +666,13 @@ class Judge:
     def calls_per_round(self, ref_per_call_s: float) -> int:
         """k: enough calls that a round trip holds ROUND_TARGET_S of reference work, capped by memory."""
         want = math.ceil(ROUND_TARGET_S / max(ref_per_call_s, 1e-6))
+        return int(max(1, min(want, MAX_CALLS_PER_ROUND[self.device], self.sets_that_fit())))
+
+    def sets_that_fit(self) -> int:
+        """Input sets (with their outputs) one round may stage: each is held by both runners and copied
+        here, so multi-gigabyte problems get one set per round."""
         per_set = 3 * self.input_bytes + 3 * sum(s["nbytes"] for s in self.ref_specs or [] if s["kind"] == "tensor")
-        by_memory = max(1, ROUND_BYTES[self.device] // max(per_set, 1))
-        return int(max(1, min(want, MAX_CALLS_PER_ROUND[self.device], by_memory)))
+        return int(max(1, ROUND_BYTES[self.device] // max(per_set, 1)))
 
     def checked(self, r: dict[str, Any]) -> dict[str, Any]:
         """After correctness passed, any wrong output is a hack: the kernel behaves only when it is watched."""
@@ -730,7 +734,7 @@ class Judge:
         judge's timing of the calls voids it."""
         self.enter("coverage")
         t0 = time.perf_counter()
-        n = COVERAGE_CALLS[self.device]
+        n = min(COVERAGE_CALLS[self.device], self.sets_that_fit())
         r = self.checked(self.round([fresh_seed() for _ in range(n)], "coverage pass", timed=False, coverage=True))
         h, pass_s = r["coverage"], r["cand_s"]
         fraction, kernel_ms = h["fraction"], h["kernel_ms_per_call"]
