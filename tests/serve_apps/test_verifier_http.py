@@ -167,7 +167,7 @@ def test_handle_api_returns_the_typed_result(server):
     result = handle.verify.remote(code("reference_add"), code("wrong_add"), opts).result(timeout_s=120)
     assert isinstance(result, VerifyResult)
     assert result.compiled and not result.correct and result.error.kind == "output_mismatch"
-    with pytest.raises(ValueError, match="own 'cpu' devices"):
+    with pytest.raises(ValueError, match="runs on 'cpu'; use 'auto'"):
         handle.verify.remote(code("reference_add"), code("honest_add"), {"device": "cuda"}).result(timeout_s=60)
 
 
@@ -253,28 +253,51 @@ def test_full_queue_answers_503_with_retry_after(server, client):
     assert client.get("/stats").json()["queue"]["depth"] == 0
 
 
+def _wait_idle(handle, replicas: int = 2, timeout_s: float = 120.0) -> None:
+    """Wait on the replicas' own counters until each of them has nothing in flight, queued or orphaned."""
+    deadline = time.monotonic() + timeout_s
+    idle: dict[str, bool] = {}
+    while True:
+        s = handle.stats.remote().result(timeout_s=60)
+        idle[s["replica"]] = s["in_flight"] == s["running"] == s["waiting"] == s["orphaned"] == 0
+        if len(idle) >= replicas and all(idle.values()):
+            return
+        assert time.monotonic() < deadline, f"replicas still busy after {timeout_s} s: {idle}; last {s}"
+        time.sleep(0.2)
+
+
 def test_handle_callers_get_backpressure_with_retry_after(server):
-    """In-cluster callers bypass the ingress; Serve bounds their queue (max_queued_requests) instead."""
+    """In-cluster callers bypass the ingress; Serve bounds their queue (max_queued_requests) instead.
+
+    Deterministic: the replicas start idle, and no evaluation can end before its 30 s timeout, so while the 64
+    calls are placed at most 2 replicas x 4 ongoing + 32 queued are taken and at least 24 are refused at once.
+    The test waits on state (each call assigned, queued or refused; the replicas idle again), never on time."""
     from ray.serve.exceptions import BackPressureError
 
     from drkernel.config.verifier import VerifyOptions
     from serve_apps.verifier import verifier_handle
 
     handle = verifier_handle()
-    opts = VerifyOptions(num_correct_trials=1, timeout_s=3)
+    hold_s = 30.0
+    opts = VerifyOptions(num_correct_trials=1, timeout_s=hold_s)
     hang = code("hang_add") + "\n# handle backpressure\n"
-    handle.stats.remote().result(timeout_s=60)  # the handle's router has the deployment's limits from here on
-    # one caller may queue max_queued_requests (32) beyond what the 2 replicas x 4 have taken on
+    _wait_idle(handle)  # also gives the handle's router the deployment's limits
+    start = time.monotonic()
     responses = [handle.verify.remote(code("reference_add"), hang, opts) for _ in range(64)]
-    refused, answered = [], []
-    for response in responses:
-        try:
-            answered.append(response.result(timeout_s=120))
-        except BackPressureError as e:
-            refused.append(e)
-    assert refused and len(answered) == 64 - len(refused)
-    assert all(e.retry_after_s == 1 and e.status_code == 503 for e in refused)
-    assert all(r.error.kind == "timeout" for r in answered)
+    futures = [r._replica_result_future for r in responses]  # done once the router assigned or refused the call
+    try:
+        # the router decides calls in order: once the last one is decided, every earlier one is too
+        last = futures[-1].exception(timeout=60)
+        assert isinstance(last, BackPressureError), last
+        refused = [f.exception() for f in futures if f.done() and isinstance(f.exception(), BackPressureError)]
+        assert time.monotonic() - start < hold_s, "the premise (no evaluation ended while calls were placed) broke"
+        assert 64 - 2 * 4 - 32 <= len(refused) <= 64 - 32, len(refused)
+        assert all(e.retry_after_s == 1 and e.status_code == 503 for e in refused)
+    finally:
+        for r, f in zip(responses, futures):
+            if not (f.done() and isinstance(f.exception(), BackPressureError)):
+                r.cancel()
+    _wait_idle(handle, timeout_s=hold_s + 90)  # cancelled: queued calls dropped, running ones end at their timeout
 
 
 def _load(url: str, n: int, concurrency: int, payloads: list[tuple[dict, bool]], seed: int, during=None):
