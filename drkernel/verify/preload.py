@@ -9,9 +9,9 @@ import torch.multiprocessing  # registers the CUDA IPC reductions on the pickler
 import torch.profiler
 import triton
 import triton.language
-import triton.runtime.interpreter  # noqa: F401
+import triton.runtime.interpreter
 
-from drkernel.verify import candidate_process, devices, entry, judge, reference_process  # noqa: F401
+from drkernel.verify import candidate_process, devices, entry, judge, reference_process
 
 # The pid of the process that imported this module: in a fork-server child it differs from the
 # child's own pid only when the fork-server really preloaded it (it swallows a failed preload).
