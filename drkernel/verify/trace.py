@@ -95,6 +95,9 @@ class TraceRecorder(TorchDispatchMode):
         self.state = state
         self.events: list[dict[str, Any]] = []
         self.in_launch = 0
+        # Every storage made in the forward stays alive until it ends: a freed block's address could
+        # otherwise come back for a new tensor and read as the old buffer.
+        self.keep: list[Any] = []
         for i, x in enumerate(inputs):
             if isinstance(x, torch.Tensor):
                 ptr = x.untyped_storage().data_ptr()
@@ -157,6 +160,7 @@ class TraceRecorder(TorchDispatchMode):
             ptr = out.untyped_storage().data_ptr()
             nbytes = out.untyped_storage().nbytes()
             bid = self._new(ptr, {"kind": "fresh", "nbytes": nbytes})
+            self.keep.append(out.untyped_storage())
             self._event({"op": "alloc", "buf": bid, "nbytes": nbytes})
             return out
         event = {"op": "aten", "name": name, "args": [self.value(a) for a in args],
@@ -170,6 +174,7 @@ class TraceRecorder(TorchDispatchMode):
             ptr = t.untyped_storage().data_ptr()
             if ptr not in self.by_storage:  # a new tensor; an in-place or out= result names its buffer again
                 self._new(ptr, {"kind": "fresh", "nbytes": t.untyped_storage().nbytes()})
+                self.keep.append(t.untyped_storage())
             outs.append(self.ref(t))
         event["outs"] = outs
         self._event(event)

@@ -284,3 +284,13 @@ class ModelNew(nn.Module):
     text, kernels = rebuild_source(source)
     assert kernels == ["k"] and "autotune" not in text and "helper" not in text and "ModelNew" not in text
     assert "SCALE = 2.0" in text and check_source(text).passed
+
+
+def test_freed_intermediates_do_not_alias_later_tensors(tmp_path):
+    """A shipped solution whose eager temporaries are freed mid-forward: the allocator hands their addresses
+    to later tensors, which must still be traced as new buffers."""
+    task = ROOT / "drkernel" / "tasks" / "library" / "gelu_tanh"
+    m = model_candidate(**trace_locally((task / "reference.py").read_text(), (task / "solution_simple.py").read_text(),
+                                        str(tmp_path)), options=OPTS)
+    assert m["verdict"] == "match", m["message"]
+    assert m["cand"]["launches"] > m["ref"]["launches"] and m["cand_s"] > m["ref_s"]
