@@ -282,7 +282,8 @@ def test_jit_body_may_not_call_a_global_object():
         "import torch.nn.functional as F\ny = F.relu(torch.zeros(2))",
         "t = type(torch.zeros(1)) is torch.Tensor",
         "fan_in, _ = torch.nn.init._calculate_fan_in_and_fan_out(torch.zeros(2, 2))",
-        "from torch.utils.checkpoint import checkpoint\ny = checkpoint(torch.relu, torch.zeros(2), use_reentrant=False)",
+        "from torch.utils.checkpoint import checkpoint\n"
+        "y = checkpoint(torch.relu, torch.zeros(2), use_reentrant=False)",
         "lstm = torch.nn.LSTM(2, 2)\nw = getattr(lstm, f'weight_ih_l{0}')",
         "class Block(torch.nn.Module):\n    def __init__(self, norm_layer=torch.nn.LayerNorm, act=torch.nn.GELU):\n"
         "        super().__init__()\n        self.norm, self.act = norm_layer(4), act()",
