@@ -103,7 +103,7 @@ def read_config_file(path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[st
         if isinstance(entry, str):
             data = merge(data, read_config_file(p.parent / entry, (*_chain, p)))
         elif isinstance(entry, dict) and len(entry) == 1 and all(isinstance(v, str) for v in entry.values()):
-            (section, file), = entry.items()
+            section, file = next(iter(entry.items()))
             data = merge(data, {section: read_config_file(p.parent / file, (*_chain, p))})
         else:
             raise ConfigError(f"{p}: each `{DEFAULTS_KEY}` entry is a file name or {{section: file name}}, "
