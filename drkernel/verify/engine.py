@@ -187,10 +187,9 @@ class Verifier:
             # out of it is judged again with the device to itself, and only that verdict counts.
             with self._admission.exclusive():
                 result = self._guarded(reference, candidate, options, Verdict.from_json(v.as_json()), kernels, t0)
-            if _out_of_memory(result):  # alone too: the problem, the candidate and our copies do not fit
-                message = " ".join(result.error.message.split())[:300] if result.error else ""
-                result = _infra_result("infra", f"out of device memory with the device to itself: {message}",
-                                       self.device, t0, result.details)
+            # Out of memory alone stands as reported: in the candidate's process it is the candidate's fault
+            # (reward 0: running out on purpose must not turn a wrong kernel into a masked sample), in the judge
+            # or the reference runner it is infra_error.
             result.details["oom_retry"] = "ran out of device memory beside other evaluations; judged again alone"
         return result
 
