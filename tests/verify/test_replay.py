@@ -286,9 +286,33 @@ class ModelNew(nn.Module):
     assert "SCALE = 2.0" in text and check_source(text).passed
 
 
+REUSE = HEAD + """
+@triton.jit
+def relu_kernel(x, o, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(o + offs, tl.maximum(tl.load(x + offs, mask=m), 0.0), mask=m)
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        a = x * 4.0
+        b = a * 0.5
+        del a
+        c = b + 1.0
+        out = torch.empty_like(c)
+        relu_kernel[(triton.cdiv(c.numel(), 1024),)](c, out, c.numel(), BLOCK=1024)
+        return out
+"""
+
+
 def test_freed_intermediates_do_not_alias_later_tensors(tmp_path):
-    """A shipped solution whose eager temporaries are freed mid-forward: the allocator hands their addresses
-    to later tensors, which must still be traced as new buffers."""
+    """`a` is freed before `c` is made: the allocator hands c a's address, and c must still be a new buffer."""
+    m = model_candidate(**trace_locally(CHAIN_REF, REUSE, str(tmp_path)), options=OPTS)
+    assert m["verdict"] == "match", m["message"]
+    assert m["cand"]["launches"] == 4 and m["ref"]["launches"] == 3
+
+
+def test_shipped_solution_with_eager_temporaries_replays(tmp_path):
     task = ROOT / "drkernel" / "tasks" / "library" / "gelu_tanh"
     m = model_candidate(**trace_locally((task / "reference.py").read_text(), (task / "solution_simple.py").read_text(),
                                         str(tmp_path)), options=OPTS)
