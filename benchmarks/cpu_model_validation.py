@@ -7,8 +7,11 @@ on a GPU profile. Two modelled speedups per candidate:
 - tiny: both sides counted at the tiny sizes the interpreter can run;
 - full: the reference counted at full KernelBench size without running it (FakeTensorMode: shapes only),
   the candidate's per-launch bytes scaled by the reference's full/tiny byte ratio and its flops by the
-  reference's flop ratio (launch counts unchanged). This assumes the candidate's traffic grows like the
-  reference's: right for streaming kernels, wrong where reuse depends on size (tiled matmul re-reads).
+  reference's flop ratio (launch counts unchanged); in a launch with tl.dot the re-reads scale with the
+  flops (a tiled matmul re-reads a tile per output tile) and other arithmetic with the bytes; without
+  tl.dot, arithmetic scales with the reference's flops if it has any (a matmul without tl.dot). tl.dot
+  flops become the reference's full-size flops (at tiny sizes they include the padding of whole tiles). This assumes the candidate's traffic
+  grows like the reference's: right for streaming kernels, rough wherever tiling or grids change with size.
 With --measured (benchmarks/verifier_bench.py --out on an H200) it prints, per candidate, measured speedup and
 modelled/measured ratio, then Spearman's rank correlation and the spread of the ratios.
 
@@ -93,8 +96,22 @@ def one(p: candidate_set.Problem, c: candidate_set.Candidate, kernelbench: Path,
     t_ref_full = model_time(ref_full, profile)
     byte_scale = _ratio(t_ref_full.read_bytes + t_ref_full.write_bytes, t_ref_tiny.read_bytes + t_ref_tiny.write_bytes)
     flop_scale = _ratio(t_ref_full.flops, t_ref_tiny.flops)
-    scaled = [LaunchCount(x.name, x.kind, int(x.read_bytes * byte_scale), int(x.write_bytes * byte_scale),
-                          int(x.reread_bytes * byte_scale), {k: v * flop_scale for k, v in x.flops.items()}) for x in cand]
+    scaled = []
+    for x in cand:
+        dot = any(k != "vector" for k in x.flops)
+        # with tl.dot: its flops and the tile re-reads grow like the reference's flops, the other arithmetic
+        # (epilogue) like the bytes; without: arithmetic grows like the reference's flops when it has any
+        # (a matmul written without tl.dot), else like the bytes.
+        reread_scale = flop_scale if dot else byte_scale
+        vector_scale = byte_scale if dot or t_ref_full.flops == 0 else flop_scale
+        # tl.dot flops at tiny sizes include the padding of whole tiles (a 64x64 tile over a 32x32 matrix does
+        # 16x the work); at full size tiles are full: the launch's dot flops become its share of the
+        # reference's full-size flops.
+        dot_total = sum(v for q, c in ((q, c) for c in cand for q in c.flops) if q != "vector" for v in [c.flops[q]])
+        flops = {k: (v * vector_scale if k == "vector" else t_ref_full.flops * v / dot_total)
+                 for k, v in x.flops.items()}
+        scaled.append(LaunchCount(x.name, x.kind, int(x.read_bytes * byte_scale), int(x.write_bytes * byte_scale),
+                                  int(x.reread_bytes * reread_scale), flops, int(x.local_reread_bytes * reread_scale)))
     t_cand_full = model_time(scaled, profile)
     row.update({
         "launches": {"candidate": len(cand), "reference": len(ref_tiny), "reference_full": len(ref_full)},

@@ -1,5 +1,5 @@
-"""The per-launch roofline: max(unique DRAM bytes / bandwidth + re-read bytes / L2 bandwidth,
-flops / peak) + launch overhead, summed over launches."""
+"""The per-launch roofline: max(unique DRAM bytes / bandwidth + re-read bytes / L2 bandwidth (+ a program's
+re-reads of its own data / L1 bandwidth), flops / peak) + launch overhead, summed over launches."""
 
 from __future__ import annotations
 
@@ -18,15 +18,17 @@ class LaunchCount:
     kind: str  # "triton" | "aten"
     read_bytes: int = 0  # unique bytes read (each address once): DRAM traffic
     write_bytes: int = 0  # unique bytes written
-    reread_bytes: int = 0  # loads of an address this launch had loaded before: served by the L2
-    flops: dict[str, float] = field(default_factory=dict)  # matmul-class flops per precision
+    reread_bytes: int = 0  # loads of an address another program of this launch loaded before: served by the L2
+    flops: dict[str, float] = field(default_factory=dict)  # flops per precision (profile.peak_flops keys)
+    local_reread_bytes: int = 0  # loads of an address the same program loaded before: L1 / shared memory
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def launch_seconds(c: LaunchCount, profile: GpuProfile) -> float:
-    memory = (c.read_bytes + c.write_bytes) / profile.dram_bytes_per_s + c.reread_bytes / profile.l2_bytes_per_s
+    memory = ((c.read_bytes + c.write_bytes) / profile.dram_bytes_per_s + c.reread_bytes / profile.l2_bytes_per_s
+              + c.local_reread_bytes / profile.l1_bytes_per_s)
     compute = sum(f / profile.peak_flops(p) for p, f in c.flops.items())
     return max(memory, compute) + profile.launch_overhead_s
 

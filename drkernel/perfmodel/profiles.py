@@ -16,6 +16,7 @@ class GpuProfile:
     name: str
     dram_bytes_per_s: float  # achievable HBM bandwidth (reads + writes)
     l2_bytes_per_s: float  # bandwidth of re-reads served from the last-level cache
+    l1_bytes_per_s: float  # aggregate L1 / shared-memory bandwidth: a program re-reading what it loaded
     fp32_flops: float  # plain FP32 (CUDA cores): eager PyTorch fp32 matmuls (TF32 off by default)
     tf32_flops: float  # tensor-core TF32: tl.dot on fp32 operands (input_precision="tf32", Triton's default)
     bf16_flops: float  # tensor-core fp16/bf16 (dense)
@@ -31,6 +32,7 @@ H200 = GpuProfile(
     name="h200",
     dram_bytes_per_s=4.3e12,
     l2_bytes_per_s=10e12,
+    l1_bytes_per_s=33e12,
     fp32_flops=67e12,
     tf32_flops=495e12,
     bf16_flops=788e12,
@@ -39,6 +41,7 @@ H200 = GpuProfile(
         "dram_bytes_per_s": "measured: device-to-device copy through PyTorch, about 4.3 TB/s (KINDS.md, 2026-10-28 "
                             "and 2026-11-04; datasheet 4.8 TB/s); 19_ReLU ran at 4.2 TB/s (h200_measurements.md)",
         "l2_bytes_per_s": "estimate, not measured here: about 2.3x HBM, as published microbenchmarks put Hopper's L2",
+        "l1_bytes_per_s": "estimate: 132 SMs x 128 B/clock x 1.98 GHz (SM count and clock read on the lent H200)",
         "fp32_flops": "datasheet (H200 SXM = H100 SXM arithmetic): 67 TFLOP/s",
         "tf32_flops": "datasheet dense TF32 (989 with sparsity): 495 TFLOP/s",
         "bf16_flops": "measured: 8192^3 bf16 matmul through PyTorch, 769-798 TFLOP/s on random data (KINDS.md)",
@@ -50,6 +53,7 @@ A100 = GpuProfile(
     name="a100",
     dram_bytes_per_s=1.8e12,
     l2_bytes_per_s=4.5e12,
+    l1_bytes_per_s=19e12,
     fp32_flops=19.5e12,
     tf32_flops=156e12,
     bf16_flops=312e12,
@@ -57,6 +61,7 @@ A100 = GpuProfile(
     sources={
         "dram_bytes_per_s": "datasheet A100 80GB SXM 2.04 TB/s, derated to about 88% achievable",
         "l2_bytes_per_s": "estimate: about 2.5x HBM",
+        "l1_bytes_per_s": "estimate: 108 SMs x 128 B/clock x 1.41 GHz",
         "fp32_flops": "datasheet: 19.5 TFLOP/s", "tf32_flops": "datasheet dense: 156 TFLOP/s",
         "bf16_flops": "datasheet dense: 312 TFLOP/s", "launch_overhead_s": "estimate, as for the H200",
     },
@@ -66,6 +71,7 @@ ASCEND_910B = GpuProfile(
     name="ascend910b",
     dram_bytes_per_s=1.4e12,
     l2_bytes_per_s=3.5e12,
+    l1_bytes_per_s=10e12,
     fp32_flops=40e12,
     tf32_flops=160e12,
     bf16_flops=313e12,
@@ -73,6 +79,7 @@ ASCEND_910B = GpuProfile(
     sources={
         "dram_bytes_per_s": "vendor figure 1.6 TB/s HBM2e, derated to about 88% achievable (lead, unverified)",
         "l2_bytes_per_s": "estimate: about 2.5x HBM",
+        "l1_bytes_per_s": "estimate, unverified (on-chip buffers of the AI cores)",
         "fp32_flops": "estimate (vector units), unverified", "tf32_flops": "estimate (hf32 on the cube unit)",
         "bf16_flops": "vendor figure for 910B3: about 313 TFLOP/s fp16/bf16 (unverified)",
         "launch_overhead_s": "estimate: task launch through torch_npu is slower than CUDA",

@@ -3,8 +3,8 @@
 Every load, store and atomic the interpreter performs goes through one `InterpreterBuilder` method with
 the element addresses (a numpy array) and the mask; `tl.dot` goes through `create_dot` with the operand
 blocks. Wrapping those methods (for the duration of a `TritonCounter` only) counts each launch: unique
-bytes read and written (each address once per launch), bytes re-read (loads of an address already
-loaded in this launch), matmul flops by precision ("tf32", "bf16", "fp32"), and other floating-point
+bytes read and written (each address once per launch), bytes re-read across programs (an address another
+program of the launch loaded: L2) and within one program (L1 / shared memory), matmul flops by precision ("tf32", "bf16", "fp32"), and other floating-point
 arithmetic ("vector": adds, multiplies, fma, transcendentals; reductions are not counted).
 
 With `allowed` address ranges every access is checked before it happens: an access outside them raises
@@ -52,16 +52,37 @@ def _precision(a: Any, input_precision: Any) -> str:
 class _Launch:
     def __init__(self, name: str) -> None:
         self.name = name
-        self.loads: list[np.ndarray] = []  # addresses, one array per access
-        self.load_sizes: list[int] = []
+        self.program: list[np.ndarray] = []  # this program's load addresses, one array per access
+        self.program_sizes: list[int] = []
+        self.loads: list[np.ndarray] = []  # per finished program: its distinct load addresses
+        self.load_sizes: list[np.ndarray] = []
+        self.loaded = 0  # all bytes loaded
+        self.program_unique = 0  # sum over programs of the bytes each loaded at distinct addresses
         self.stores: list[np.ndarray] = []
         self.store_sizes: list[int] = []
         self.flops: dict[str, float] = {}
 
+    def end_program(self) -> None:
+        if not self.program:
+            return
+        flat = np.concatenate(self.program)
+        size = np.concatenate([np.full(a.size, s, dtype=np.int64) for a, s in zip(self.program, self.program_sizes)])
+        addrs, first = np.unique(flat, return_index=True)
+        self.loaded += int(size.sum())
+        self.program_unique += int(size[first].sum())
+        self.loads.append(addrs)
+        self.load_sizes.append(size[first])
+        self.program, self.program_sizes = [], []
+
     def count(self) -> LaunchCount:
-        read, total = _unique_bytes(self.loads, self.load_sizes)
+        self.end_program()
+        read = 0
+        if self.loads:
+            _, first = np.unique(np.concatenate(self.loads), return_index=True)
+            read = int(np.concatenate(self.load_sizes)[first].sum())
         written, _ = _unique_bytes(self.stores, self.store_sizes)
-        return LaunchCount(self.name, "triton", read, written, total - read, dict(self.flops))
+        return LaunchCount(self.name, "triton", read, written, self.program_unique - read, dict(self.flops),
+                           self.loaded - self.program_unique)
 
 
 def _unique_bytes(addrs: list[np.ndarray], sizes: list[int]) -> tuple[int, int]:
@@ -118,8 +139,8 @@ class TritonCounter:
         if self._current is None:
             return
         if into == "load":
-            self._current.loads.append(on)
-            self._current.load_sizes.append(size)
+            self._current.program.append(on)
+            self._current.program_sizes.append(size)
         else:
             self._current.stores.append(on)
             self._current.store_sizes.append(size)
@@ -212,6 +233,14 @@ class TritonCounter:
         for name, per in VECTOR_OPS.items():
             if hasattr(InterpreterBuilder, name):
                 self._patch(InterpreterBuilder, name, arithmetic(per))
+        def grid_idx(original: Any) -> Any:
+            def f(builder: Any, *args: Any) -> Any:
+                if counter._current is not None:
+                    counter._current.end_program()
+                return original(builder, *args)
+            return f
+
+        self._patch(InterpreterBuilder, "set_grid_idx", grid_idx)
         self._patch(InterpretedFunction, "run", run)
         return self
 

@@ -47,8 +47,9 @@ def test_tiled_matmul_counts_rereads_and_dot_flops():
     with TritonCounter() as cnt:
         k.matmul_kernel[(2, 2)](a, b, c, 32, 32, 32, BM=16, BN=16, BK=16)
     got = _one(cnt)
-    # 4 programs each load a 16x32 strip of A and a 32x16 strip of B: 16 KiB loaded, 8 KiB distinct.
-    assert (got.read_bytes, got.write_bytes, got.reread_bytes) == (8192, 4096, 8192)
+    # 4 programs each load a 16x32 strip of A and a 32x16 strip of B: 16 KiB loaded, 8 KiB distinct; every
+    # re-read is of a strip another program loaded (L2), none within a program.
+    assert (got.read_bytes, got.write_bytes, got.reread_bytes, got.local_reread_bytes) == (8192, 4096, 8192, 0)
     # fp32 tl.dot defaults to TF32; `acc +=` adds a 16x16 tile per k step in each of the 4 programs
     assert got.flops == {"tf32": 2.0 * 32 ** 3, "vector": 4 * 2 * 16 * 16}
     torch.testing.assert_close(c, a @ b, atol=1e-3, rtol=1e-3)
@@ -82,7 +83,10 @@ def test_reading_input_twice_models_slower_than_once():
     with TritonCounter() as once:
         k.add_once_kernel[(64,)](a, b, o2, a.numel(), BLOCK=1024)
     torch.testing.assert_close(o1, o2)
-    assert _one(twice).reread_bytes == a.numel() * 4 and _one(once).reread_bytes == 0
+    # the second load of a is the same program's: an L1 re-read, not DRAM traffic and not an L2 one
+    assert (_one(twice).local_reread_bytes, _one(twice).reread_bytes, _one(once).local_reread_bytes) == \
+        (a.numel() * 4, 0, 0)
+    assert _one(twice).read_bytes == _one(once).read_bytes
     assert model_time(twice.launches, H200).seconds > model_time(once.launches, H200).seconds
 
 
