@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kernelbench", type=Path, required=True)
     ap.add_argument("--profile", default="h200")
-    ap.add_argument("--measured", type=Path, default=None, help="verifier_bench.py --out JSON from an H200")
+    ap.add_argument("--measured", type=Path, nargs="+", default=None,
+                    help="verifier_bench.py --out JSON(s) from an H200 (later files win for a label)")
     ap.add_argument("--problems", default="", help="comma list (default: every honest candidate)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{row['label'][:60]:60s} {row['cost']:11s} {row['replay']}", flush=True)
     summary: dict[str, Any] = {"profile": a.profile, "rows": rows}
     if a.measured:
-        measured = measured_speedups(a.measured)
+        measured = {k: v for path in a.measured for k, v in measured_speedups(path).items()}
         pairs = [(r, measured[r["label"]]) for r in rows if "full" in r and r["label"] in measured]
         print(f"\n{'candidate':60s} {'measured':>9s} {'full':>7s} {'ratio':>7s} {'tiny':>7s} {'ratio':>7s}")
         for r, m in pairs:
