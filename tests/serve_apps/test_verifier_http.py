@@ -266,12 +266,19 @@ def _wait_idle(handle, replicas: int = 2, timeout_s: float = 120.0) -> None:
         time.sleep(0.2)
 
 
+def _router_queued(handle) -> int:
+    """Calls the handle's router holds unassigned: Ray Serve's own counter, the one max_queued_requests is
+    checked against when a call is placed."""
+    return handle._router._asyncio_router._metrics_manager.num_queued_requests
+
+
 def test_handle_callers_get_backpressure_with_retry_after(server):
     """In-cluster callers bypass the ingress; Serve bounds their queue (max_queued_requests) instead.
 
-    Deterministic: the replicas start idle, and no evaluation can end before its 30 s timeout, so while the 64
-    calls are placed at most 2 replicas x 4 ongoing + 32 queued are taken and at least 24 are refused at once.
-    The test waits on state (each call assigned, queued or refused; the replicas idle again), never on time."""
+    Waits on state, never on time: the replicas start idle; calls are placed one at a time, each only once the
+    router has queued or assigned the one before (Serve checks the limit before it counts a call as queued, so
+    calls placed in a burst may all pass the check: a burst of 64 here was refused 9 times, not 24); no call
+    can end before its 30 s timeout. With 2 replicas x 4 ongoing and 32 queued, the next call is refused."""
     from ray.serve.exceptions import BackPressureError
 
     from drkernel.config.verifier import VerifyOptions
@@ -283,20 +290,25 @@ def test_handle_callers_get_backpressure_with_retry_after(server):
     hang = code("hang_add") + "\n# handle backpressure\n"
     _wait_idle(handle)  # also gives the handle's router the deployment's limits
     start = time.monotonic()
-    responses = [handle.verify.remote(code("reference_add"), hang, opts) for _ in range(64)]
-    futures = [r._replica_result_future for r in responses]  # done once the router assigned or refused the call
+    placed = []
     try:
-        # the router decides calls in order: once the last one is decided, every earlier one is too
-        last = futures[-1].exception(timeout=60)
-        assert isinstance(last, BackPressureError), last
-        refused = [f.exception() for f in futures if f.done() and isinstance(f.exception(), BackPressureError)]
-        assert time.monotonic() - start < hold_s, "the premise (no evaluation ended while calls were placed) broke"
-        assert 64 - 2 * 4 - 32 <= len(refused) <= 64 - 32, len(refused)
-        assert all(e.retry_after_s == 1 and e.status_code == 503 for e in refused)
+        for _ in range(2 * 4 + 32):
+            placed.append(handle.verify.remote(code("reference_add"), hang, opts))
+            futures = [r._replica_result_future for r in placed]  # done once the router assigned (or refused) it
+            deadline = time.monotonic() + 60
+            while sum(f.done() for f in futures) + _router_queued(handle) != len(placed):
+                assert time.monotonic() < deadline, (len(placed), _router_queued(handle))
+                time.sleep(0.005)
+        assert all(f.exception() is None for f in futures if f.done()), "refused before the queue was full"
+        assert (sum(f.done() for f in futures), _router_queued(handle)) == (8, 32)
+        for _ in range(3):
+            with pytest.raises(BackPressureError) as refused:
+                handle.verify.remote(code("reference_add"), hang, opts).result(timeout_s=60)
+            assert (refused.value.retry_after_s, refused.value.status_code) == (1, 503)
+        assert time.monotonic() - start < hold_s, "the premise (no call ended while the queue was filled) broke"
     finally:
-        for r, f in zip(responses, futures):
-            if not (f.done() and isinstance(f.exception(), BackPressureError)):
-                r.cancel()
+        for r in placed:
+            r.cancel()
     _wait_idle(handle, timeout_s=hold_s + 90)  # cancelled: queued calls dropped, running ones end at their timeout
 
 
