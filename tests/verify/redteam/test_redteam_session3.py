@@ -1,0 +1,56 @@
+"""Red-team findings against this session's verifier changes (issue 8: device memory; issue 13: CPU cost model).
+
+Each test asserts what a correct verifier does and fails today, so it is xfail(strict=True): the suite stays
+green and the test turns XPASS (a failure) once the hole is closed, the signal to drop the marker.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from drkernel.rl.rewards import RewardConfig, score
+from drkernel.verify import VerifyOptions
+from drkernel.verify.engine import Verifier, _out_of_memory
+
+pytestmark = pytest.mark.integration
+
+HERE = Path(__file__).parent
+REPO = HERE.parents[2]
+VECTOR_ADD_REF = (REPO / "examples" / "vector_add" / "reference.py").read_text()
+MATMUL_REF = (HERE / "ref_matmul_1024.py").read_text()
+MODEL = VerifyOptions(device="cpu", timing="cpu_model", num_correct_trials=1, timeout_s=300, measure_coverage=False)
+MEASURED = VerifyOptions(device="cpu", num_correct_trials=1, measure_performance=False, measure_coverage=False)
+
+
+def _src(name: str) -> str:
+    return (HERE / name).read_text()
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    with Verifier(device="cpu", max_concurrency=1) as v:
+        yield v
+
+
+@pytest.mark.xfail(strict=True, reason="perfmodel prices aten ops without a flop formula (addbmm, _trilinear) by "
+                                       "bytes only: a matmul routed through them is modelled 2-2.4x faster than "
+                                       "torch.matmul (issue 13 red team)")
+@pytest.mark.parametrize("name", ["cpu_model_addbmm.py", "cpu_model_bilinear.py"])
+def test_cpu_model_prices_a_matmul_in_any_operator_as_a_matmul(verifier, name: str) -> None:
+    r = verifier.verify(MATMUL_REF, _src(name), MODEL)
+    assert r.status == "ok" and r.correct and r.timing_source == "cpu_model", r.error
+    # The candidate does the reference's matmul plus a 16-element Triton copy: it cannot be faster than it.
+    assert r.speedup is not None and r.speedup <= 1.1, (r.speedup, r.details.get("cpu_model"))
+    assert score(r, RewardConfig()).reward <= 0.5 + 0.5 * 1.1
+
+
+@pytest.mark.xfail(strict=True, reason="engine._out_of_memory reads the candidate's own fault text: any wrong kernel "
+                                       "that raises 'out of memory' buys an exclusive re-run on an accelerator "
+                                       "(issue 8 red team)")
+def test_candidate_fault_text_is_not_taken_for_out_of_memory(verifier) -> None:
+    r = verifier.verify(VECTOR_ADD_REF, _src("oom_text.py"), MEASURED)
+    assert r.status == "ok" and r.reward == 0.0 and r.error is not None and r.error.kind == "runtime", r.error
+    # Nothing ran out of memory: the message is the candidate's; an exclusive re-run must not follow from it.
+    assert not _out_of_memory(r), r.error.message
