@@ -41,6 +41,15 @@ def test_each_mismatch_fails_with_its_own_message(reference, candidate, message)
     assert not ok and msg == message
 
 
+def test_integer_and_bool_tensors_are_compared_exactly_and_never_read_as_nan():
+    """Only floating outputs can hold NaN/Inf: an integer output equal to the reference passes, one off fails."""
+    for dtype in (torch.int64, torch.int32, torch.bool):
+        ref = torch.arange(6).to(dtype)
+        assert tensors.compare([ref], [ref.clone()], 0.0, 0.0) == (True, "", PASSED)
+    ok, msg, _ = tensors.compare([torch.arange(6)], [torch.arange(6) + 1], 0.0, 0.0)
+    assert not ok and msg.startswith("output values differ (max abs diff 1")
+
+
 def test_equal_non_numeric_outputs_pass():
     assert tensors.compare(["relu", None, (1, 2)], ["relu", None, (1, 2)], 1e-2, 1e-2)[:2] == (True, "")
 

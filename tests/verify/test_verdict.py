@@ -74,6 +74,7 @@ def test_a_correct_timed_verdict():
     assert "all_hacks" not in r.details
     assert r.reward == kernel_reward(True, None, 1.5, 0.5, RewardConfig()) > 0
     assert 0 <= r.elapsed_s < 60
+    assert timed().result(time.perf_counter() - 5.0).elapsed_s >= 5.0  # the caller's clock, from its t0
 
 
 def test_accelerator_times_carry_their_source_and_no_cpu_note():
