@@ -27,8 +27,12 @@ LEVEL_ENV = "DRKERNEL_LOG_LEVEL"
 
 class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        entry = {"ts": round(record.created, 3), "level": record.levelname.lower(), "logger": record.name,
-                 "msg": record.getMessage()}
+        entry = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
         entry.update(getattr(record, "fields", {}) or {})
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
@@ -47,8 +51,11 @@ def setup_logging(json_lines: bool | None = None, level: int | str | None = None
     root = logging.getLogger(_ROOT)
     root.handlers.clear()
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_JsonFormatter() if json_lines else logging.Formatter(
-        "%(asctime)s %(levelname).1s %(name)s: %(message)s", datefmt="%H:%M:%S"))
+    handler.setFormatter(
+        _JsonFormatter()
+        if json_lines
+        else logging.Formatter("%(asctime)s %(levelname).1s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    )
     root.addHandler(handler)
     root.setLevel(level)
     root.propagate = False

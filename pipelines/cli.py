@@ -41,8 +41,9 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.set_defaults(_module=module)
-        p.add_argument("--log-json", action="store_true",
-                       help=f"log lines on stderr as JSON objects (also {FORMAT_ENV}=json)")
+        p.add_argument(
+            "--log-json", action="store_true", help=f"log lines on stderr as JSON objects (also {FORMAT_ENV}=json)"
+        )
         if name == selected:
             importlib.import_module(module).add_arguments(p)
     return parser

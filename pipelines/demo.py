@@ -29,17 +29,20 @@ REPO = Path(__file__).resolve().parents[1]
 DEMO_CONFIG = REPO / "configs" / "demo_cpu.yaml"
 # The demo's own sizing on top of configs/demo_cpu.yaml: an SFT warm start of about 3 minutes on 2 cores.
 DEMO_DEFAULTS = ["sft.max_steps=120", "sft.eval.enabled=false", "sft.log_every=20", "trainer.total_steps=6"]
-CPU_NOTE = ("CPU: speedups are Triton-interpreter wall clock against eager PyTorch, so every kernel is far "
-            "slower than its reference and Fast@1 is 0 by construction; the reward's speed term is not "
-            "informative here (see issue 13, the modelled CPU speedup).")
+CPU_NOTE = (
+    "CPU: speedups are Triton-interpreter wall clock against eager PyTorch, so every kernel is far "
+    "slower than its reference and Fast@1 is 0 by construction; the reward's speed term is not "
+    "informative here (see issue 13, the modelled CPU speedup)."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=None, help="RL steps (default 6)")
     parser.add_argument("--out", default="runs/demo", help="output folder (summary.json, plots, checkpoints)")
     parser.add_argument("--config", default=None, help=f"base recipe (default {DEMO_CONFIG.relative_to(REPO)})")
-    parser.add_argument("--sft-cache", default=None,
-                        help="folder of cached SFT checkpoints (default ~/.cache/drkernel/demo-sft)")
+    parser.add_argument(
+        "--sft-cache", default=None, help="folder of cached SFT checkpoints (default ~/.cache/drkernel/demo-sft)"
+    )
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. rollout.max_turns=1")
 
 
@@ -63,8 +66,9 @@ def demo_config(args: argparse.Namespace) -> TrainConfig:
     cfg = load_train_config(base, overrides, "drkernel demo")
     cache = Path(args.sft_cache or Path.home() / ".cache" / "drkernel" / "demo-sft")
     where = sft_cache_dir(cfg, cache)
-    return load_train_config(base, [*overrides, f"sft.output_dir={where}", f"model.output_dir={where}-base"],
-                             "drkernel demo")
+    return load_train_config(
+        base, [*overrides, f"sft.output_dir={where}", f"model.output_dir={where}-base"], "drkernel demo"
+    )
 
 
 def write_summary(summary: dict, out: Path) -> dict:
@@ -72,8 +76,18 @@ def write_summary(summary: dict, out: Path) -> dict:
 
     rows = [json.loads(line) for line in (out / "train" / "metrics.jsonl").read_text().splitlines() if line]
     plots = write_plots(rows, out)
-    keep = ("steps", "policy_versions", "reward_mean_per_step", "correct_rate_per_step", "fast1_per_step",
-            "max_staleness_observed", "trajectories", "verifier_calls", "tokens_per_s", "wall_s")
+    keep = (
+        "steps",
+        "policy_versions",
+        "reward_mean_per_step",
+        "correct_rate_per_step",
+        "fast1_per_step",
+        "max_staleness_observed",
+        "trajectories",
+        "verifier_calls",
+        "tokens_per_s",
+        "wall_s",
+    )
     result = {k: summary[k] for k in keep} | {"plots": [p.name for p in plots], "note": CPU_NOTE}
     (out / "summary.json").write_text(json.dumps(result, indent=2))
     return result
@@ -89,12 +103,16 @@ def run(args: argparse.Namespace) -> int:
     summary = TrainJob(cfg, address=None).main()
     result = write_summary(summary, out)
     rewards = result["reward_mean_per_step"]
-    print(f"demo: {result['steps']} RL steps, {result['policy_versions']} weight pushes, "
-          f"{result['trajectories']} trajectories, {result['verifier_calls']} verifier calls, "
-          f"{result['tokens_per_s']:.0f} generated tok/s, {result['wall_s']:.0f} s")
+    print(
+        f"demo: {result['steps']} RL steps, {result['policy_versions']} weight pushes, "
+        f"{result['trajectories']} trajectories, {result['verifier_calls']} verifier calls, "
+        f"{result['tokens_per_s']:.0f} generated tok/s, {result['wall_s']:.0f} s"
+    )
     if rewards:
-        print(f"demo: mean reward first step {rewards[0]:.3f}, last step {rewards[-1]:.3f}; "
-              f"max staleness {result['max_staleness_observed']}")
+        print(
+            f"demo: mean reward first step {rewards[0]:.3f}, last step {rewards[-1]:.3f}; "
+            f"max staleness {result['max_staleness_observed']}"
+        )
     print(f"demo: {CPU_NOTE}")
     print(f"demo: wrote {out / 'summary.json'} and {', '.join(result['plots'])} in {out}")
     return 0

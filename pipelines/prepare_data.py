@@ -37,26 +37,56 @@ _SHOWN_BAD_ROWS = 50  # bad rows printed one per line by --check; the rest are c
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--check", metavar="PATH", default=None,
-                        help="validate an existing prompt pool (parquet file or folder) instead of building one")
-    parser.add_argument("--tokenizer", metavar="NAME_OR_DIR", default=None,
-                        help="with --check: report prompt token lengths for this (policy) tokenizer")
-    parser.add_argument("--max-prompt-tokens", type=int, default=None,
-                        help="with --check --tokenizer: also count the prompts longer than this")
-    parser.add_argument("--src", action="append", metavar="DIR",
-                        help="folder of <id>_<Name>.py references or of <task>/reference.py folders; repeatable")
+    parser.add_argument(
+        "--check",
+        metavar="PATH",
+        default=None,
+        help="validate an existing prompt pool (parquet file or folder) instead of building one",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        metavar="NAME_OR_DIR",
+        default=None,
+        help="with --check: report prompt token lengths for this (policy) tokenizer",
+    )
+    parser.add_argument(
+        "--max-prompt-tokens",
+        type=int,
+        default=None,
+        help="with --check --tokenizer: also count the prompts longer than this",
+    )
+    parser.add_argument(
+        "--src",
+        action="append",
+        metavar="DIR",
+        help="folder of <id>_<Name>.py references or of <task>/reference.py folders; repeatable",
+    )
     parser.add_argument("--out", metavar="FILE.parquet", help="parquet file to write")
     parser.add_argument("--force", action="store_true", help="overwrite --out when it already exists")
-    parser.add_argument("--level", type=int, default=None,
-                        help="level of every row (default: task.yaml, else a levelN folder name, else none)")
+    parser.add_argument(
+        "--level",
+        type=int,
+        default=None,
+        help="level of every row (default: task.yaml, else a levelN folder name, else none)",
+    )
     parser.add_argument("--data-source", default="kernelbench", help="data_source column value")
-    parser.add_argument("--prompt-style", choices=["full", "compact"], default="full",
-                        help="first-turn template: full (KernelBench-style, one-shot) or compact")
+    parser.add_argument(
+        "--prompt-style",
+        choices=["full", "compact"],
+        default="full",
+        help="first-turn template: full (KernelBench-style, one-shot) or compact",
+    )
     parser.add_argument("--entry-point", default="Model", help="reference class name")
-    parser.add_argument("--skip-invalid", action="store_true",
-                        help="write the valid rows and report the invalid files instead of failing")
-    parser.add_argument("--no-load-check", action="store_true",
-                        help="skip exec-ing each reference in a sandboxed child process (static checks still run)")
+    parser.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="write the valid rows and report the invalid files instead of failing",
+    )
+    parser.add_argument(
+        "--no-load-check",
+        action="store_true",
+        help="skip exec-ing each reference in a sandboxed child process (static checks still run)",
+    )
     parser.add_argument("--load-timeout", type=float, default=600.0, help="seconds for the whole load check")
 
 
@@ -96,8 +126,10 @@ def check(args: argparse.Namespace) -> int:
     except DataFormatError as e:  # an unreadable file: nothing to count rows in
         log.error("prepare-data: %s", e)
         return 1
-    print(f"{args.check}: {result.num_rows} rows in {len(result.files)} file(s), "
-          f"{result.num_valid} valid, {result.num_invalid} invalid")
+    print(
+        f"{args.check}: {result.num_rows} rows in {len(result.files)} file(s), "
+        f"{result.num_valid} valid, {result.num_invalid} invalid"
+    )
     for error in result.errors[:_SHOWN_BAD_ROWS]:
         print(f"bad row: {error}")
     if len(result.errors) > _SHOWN_BAD_ROWS:
@@ -110,8 +142,10 @@ def check(args: argparse.Namespace) -> int:
         print(f"prompt tokens ({args.tokenizer}, {cached}): {shown}")
         if args.max_prompt_tokens is not None:
             over = int((lengths > args.max_prompt_tokens).sum())
-            print(f"prompts longer than {args.max_prompt_tokens} tokens: {over} of {len(lengths)} "
-                  f"({100 * over / max(len(lengths), 1):.1f}%)")
+            print(
+                f"prompts longer than {args.max_prompt_tokens} tokens: {over} of {len(lengths)} "
+                f"({100 * over / max(len(lengths), 1):.1f}%)"
+            )
     return 1 if result.num_invalid else 0
 
 
@@ -145,8 +179,7 @@ def run(args: argparse.Namespace) -> int:
     problems += build_problems
     if rows and not args.no_load_check:
         sources = {path: row.reference_code for path, row in rows.items()}
-        log.info("load-checking %d references in one sandboxed child (timeout %.0f s)", len(sources),
-                 args.load_timeout)
+        log.info("load-checking %d references in one sandboxed child (timeout %.0f s)", len(sources), args.load_timeout)
         try:
             loaded = check_loadable(sources, args.entry_point, args.load_timeout)
         except CheckerFailed as e:
@@ -162,8 +195,9 @@ def run(args: argparse.Namespace) -> int:
     for problem in problems:
         log.warning("invalid reference: %s", problem)
     if problems and not args.skip_invalid:
-        log.error("prepare-data: %d invalid reference(s), nothing written (fix them or pass --skip-invalid)",
-                  len(problems))
+        log.error(
+            "prepare-data: %d invalid reference(s), nothing written (fix them or pass --skip-invalid)", len(problems)
+        )
         return 1
     if not rows:
         log.error("prepare-data: no valid references left, nothing written")

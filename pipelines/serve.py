@@ -37,15 +37,26 @@ DEFAULT_PORT = 8000
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("app", choices=["verifier"], help="the application to serve")
     parser.add_argument("--config", type=Path, help="Serve config file (configs/serve_verifier.yaml): its args")
-    parser.add_argument("--host",
-                        help=f"address to listen on (default {DEFAULT_HOST}; the endpoint runs untrusted code)")
+    parser.add_argument(
+        "--host", help=f"address to listen on (default {DEFAULT_HOST}; the endpoint runs untrusted code)"
+    )
     parser.add_argument("--port", type=int, help=f"HTTP port (default {DEFAULT_PORT})")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda", "npu"], help="device kind of each replica")
     parser.add_argument("--replicas", type=int, help="fixed number of verifier replicas (min = max)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override one VerifierServeConfig field, e.g. --set autoscaling.max_replicas=4")
-    parser.add_argument("--address", "--ray-address", dest="address",
-                        help="Ray cluster to join (e.g. 127.0.0.1:6379); default: start a new local Ray")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one VerifierServeConfig field, e.g. --set autoscaling.max_replicas=4",
+    )
+    parser.add_argument(
+        "--address",
+        "--ray-address",
+        dest="address",
+        help="Ray cluster to join (e.g. 127.0.0.1:6379); default: start a new local Ray",
+    )
     parser.add_argument("--num-cpus", type=float, help="CPUs of a newly started local Ray")
 
 
@@ -69,8 +80,11 @@ def _settings(args: argparse.Namespace) -> tuple[dict[str, Any], str, int]:
     if args.replicas is not None:
         if args.replicas < 1:
             raise UsageError("drkernel serve: --replicas must be at least 1")
-        app_args["autoscaling"] = {**app_args.get("autoscaling", {}), "min_replicas": args.replicas,
-                                   "max_replicas": args.replicas}
+        app_args["autoscaling"] = {
+            **app_args.get("autoscaling", {}),
+            "min_replicas": args.replicas,
+            "max_replicas": args.replicas,
+        }
     try:
         app_args = apply_overrides(app_args, args.overrides)
     except ConfigError as e:
@@ -104,8 +118,10 @@ def _check_listen(host: str, port: int) -> None:
         try:
             s.bind(addr)
         except OSError as e:
-            raise UsageError(f"drkernel serve: cannot listen on {host}:{port}: {e.strerror}"
-                             f"{' (another server, maybe a verifier, has it)' if e.errno == 98 else ''}") from None
+            raise UsageError(
+                f"drkernel serve: cannot listen on {host}:{port}: {e.strerror}"
+                f"{' (another server, maybe a verifier, has it)' if e.errno == 98 else ''}"
+            ) from None
 
 
 def _start_ray(address: str | None, num_cpus: float | None) -> bool:
@@ -116,9 +132,11 @@ def _start_ray(address: str | None, num_cpus: float | None) -> bool:
         try:
             ray.init(address=address, logging_level=logging.WARNING)
         except (ConnectionError, ValueError) as e:
-            raise UsageError(f"drkernel serve: cannot join the Ray cluster at {address}: "
-                             f"{str(e).strip().splitlines()[0]} (a cluster with token auth needs "
-                             "RAY_AUTH_MODE=token in this environment)") from None
+            raise UsageError(
+                f"drkernel serve: cannot join the Ray cluster at {address}: "
+                f"{str(e).strip().splitlines()[0]} (a cluster with token auth needs "
+                "RAY_AUTH_MODE=token in this environment)"
+            ) from None
         return False
     ray.init(address="local", num_cpus=num_cpus)
     return True
@@ -177,22 +195,35 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     try:
         if not started_here and APP_NAME in serve.status().applications:
-            raise UsageError(f"drkernel serve: the Ray cluster at {args.address} already runs a {APP_NAME!r} "
-                             "app that this process did not deploy; it is left alone (stop its owner first)")
+            raise UsageError(
+                f"drkernel serve: the Ray cluster at {args.address} already runs a {APP_NAME!r} "
+                "app that this process did not deploy; it is left alone (stop its owner first)"
+            )
         _resolve_device(app_args)
         cfg = _validated(app_args)
         if host not in ("127.0.0.1", "localhost", "::1") and not os.environ.get(cfg.api_token_env):
-            log.warning("%s:%s runs untrusted kernel code for anyone who can reach it; set %s to require a "
-                        "bearer token", host, port, cfg.api_token_env)
+            log.warning(
+                "%s:%s runs untrusted kernel code for anyone who can reach it; set %s to require a bearer token",
+                host,
+                port,
+                cfg.api_token_env,
+            )
         serve.start(http_options={"host": host, "port": port})
         serve.run(build_app(cfg.model_dump()), name=APP_NAME, route_prefix="/", blocking=False)
         deployed = True
         url = f"http://{host}:{port}"
         if not _answers(url, timeout_s=30):
-            raise UsageError(f"drkernel serve: the app is deployed but nothing answers on {url} (Serve on this "
-                             "cluster was already started with other HTTP options?); removed it again")
-        log.info("verifier (%s) listening on %s  [POST /verify, /verify/batch; GET /healthz, /stats, /openapi.json]"
-                 "  Ray cluster %s  Ctrl-C stops", cfg.device, url, ray.get_runtime_context().gcs_address)
+            raise UsageError(
+                f"drkernel serve: the app is deployed but nothing answers on {url} (Serve on this "
+                "cluster was already started with other HTTP options?); removed it again"
+            )
+        log.info(
+            "verifier (%s) listening on %s  [POST /verify, /verify/batch; GET /healthz, /stats, /openapi.json]"
+            "  Ray cluster %s  Ctrl-C stops",
+            cfg.device,
+            url,
+            ray.get_runtime_context().gcs_address,
+        )
         stop.wait()
         log.info("stopping the verifier")
     finally:

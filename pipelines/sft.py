@@ -12,8 +12,12 @@ from pipelines.cli import UsageError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, help="YAML recipe, e.g. configs/demo_cpu.yaml")
-    parser.add_argument("--evaluate-only", metavar="CHECKPOINT", default=None,
-                        help="skip training: sample and verify one answer per task with this HF checkpoint")
+    parser.add_argument(
+        "--evaluate-only",
+        metavar="CHECKPOINT",
+        default=None,
+        help="skip training: sample and verify one answer per task with this HF checkpoint",
+    )
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. sft.epochs=3")
 
 

@@ -23,11 +23,19 @@ from pipelines.cli import UsageError
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, help="YAML recipe, e.g. configs/demo_cpu.yaml")
     parser.add_argument("--dry-run", action="store_true", help="print the resolved config as JSON and exit")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue from the latest checkpoint in trainer.output_dir (same step, version, cursor)")
-    parser.add_argument("--address", default=None,
-                        help="Ray cluster to join (default: $RAY_ADDRESS under `ray job submit`, else a new local one)")
-    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. queue.max_staleness=0")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from the latest checkpoint in trainer.output_dir (same step, version, cursor)",
+    )
+    parser.add_argument(
+        "--address",
+        default=None,
+        help="Ray cluster to join (default: $RAY_ADDRESS under `ray job submit`, else a new local one)",
+    )
+    parser.add_argument(
+        "overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. queue.max_staleness=0"
+    )
 
 
 def load_train_config(path: str | None, overrides: list[str], prog: str) -> TrainConfig:

@@ -19,15 +19,23 @@ from pipelines.cli import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--reference", required=True, metavar="REF.py",
-                        help="KernelBench reference (Model, get_inputs, get_init_inputs)")
+    parser.add_argument(
+        "--reference",
+        required=True,
+        metavar="REF.py",
+        help="KernelBench reference (Model, get_inputs, get_init_inputs)",
+    )
     parser.add_argument("--candidate", required=True, metavar="CAND.py", help="candidate module defining ModelNew")
-    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "npu"],
-                        help="where to run (default: auto)")
+    parser.add_argument(
+        "--device", default="auto", choices=["auto", "cpu", "cuda", "npu"], help="where to run (default: auto)"
+    )
     parser.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     parser.add_argument("--entry-point", default=None, help="reference class name (default: Model)")
-    parser.add_argument("--no-require-triton", action="store_true",
-                        help="accept candidates without Triton kernels (e.g. the reference against itself)")
+    parser.add_argument(
+        "--no-require-triton",
+        action="store_true",
+        help="accept candidates without Triton kernels (e.g. the reference against itself)",
+    )
     parser.add_argument("--atol", type=float, default=None, help="absolute tolerance (default 1e-2)")
     parser.add_argument("--rtol", type=float, default=None, help="relative tolerance (default 1e-2)")
     parser.add_argument("--correct-trials", type=int, default=None, help="seeds of the correctness check (default 5)")
@@ -54,9 +62,15 @@ def _options(args: argparse.Namespace) -> Any:
     from drkernel.config.verifier import VerifyOptions
 
     fields: dict[str, Any] = {"device": args.device}
-    for flag, key in (("entry_point", "entry_point"), ("atol", "atol"), ("rtol", "rtol"),
-                      ("correct_trials", "num_correct_trials"), ("trials", "num_perf_trials"),
-                      ("warmup", "num_warmup"), ("timeout", "timeout_s")):
+    for flag, key in (
+        ("entry_point", "entry_point"),
+        ("atol", "atol"),
+        ("rtol", "rtol"),
+        ("correct_trials", "num_correct_trials"),
+        ("trials", "num_perf_trials"),
+        ("warmup", "num_warmup"),
+        ("timeout", "timeout_s"),
+    ):
         value = getattr(args, flag)
         if value is not None:
             fields[key] = value
@@ -82,13 +96,17 @@ def report(result: Any) -> str:
     if result.status != "ok":
         return f"INFRA ERROR ({result.error.kind}): {result.error.message}"
     verdict = "PASS" if result.correct and result.hack is None else "FAIL"
-    lines = [f"{verdict}  device={result.device}  compiled={result.compiled}  correct={result.correct}  "
-             f"hack={result.hack or 'none'}  reward={result.reward:.4g}"]
+    lines = [
+        f"{verdict}  device={result.device}  compiled={result.compiled}  correct={result.correct}  "
+        f"hack={result.hack or 'none'}  reward={result.reward:.4g}"
+    ]
     if result.error is not None:
         lines.append(f"error ({result.error.kind}): {result.error.message}")
     if result.runtime_ms is not None:
-        lines.append(f"runtime {_fmt(result.runtime_ms, ' ms')} vs reference {_fmt(result.ref_runtime_ms, ' ms')}  "
-                     f"speedup {_fmt(result.speedup, 'x')}  coverage {_fmt(result.coverage)}  ({result.timing_source})")
+        lines.append(
+            f"runtime {_fmt(result.runtime_ms, ' ms')} vs reference {_fmt(result.ref_runtime_ms, ' ms')}  "
+            f"speedup {_fmt(result.speedup, 'x')}  coverage {_fmt(result.coverage)}  ({result.timing_source})"
+        )
     for check in result.checks:
         mark = "ok " if check.passed else "BAD"
         lines.append(f"  [{mark}] {check.name}{': ' + check.detail if check.detail else ''}")

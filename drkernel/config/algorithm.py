@@ -16,9 +16,7 @@ from drkernel.config.base import StrictModel
 Estimator = Literal["trloo", "grpo_mean", "rloo_last_turn"]
 MRSMode = Literal["token", "turn", "turn_geo", "sequence", "geometric"]
 TISMode = Literal["token", "turn", "sequence"]
-LossAggMode = Literal[
-    "token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"
-]
+LossAggMode = Literal["token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
 KLType = Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3"]
 
 

@@ -106,8 +106,9 @@ def read_config_file(path: str | Path, _chain: tuple[Path, ...] = ()) -> dict[st
             section, file = next(iter(entry.items()))
             data = merge(data, {section: read_config_file(p.parent / file, (*_chain, p))})
         else:
-            raise ConfigError(f"{p}: each `{DEFAULTS_KEY}` entry is a file name or {{section: file name}}, "
-                              f"not {entry!r}")
+            raise ConfigError(
+                f"{p}: each `{DEFAULTS_KEY}` entry is a file name or {{section: file name}}, not {entry!r}"
+            )
     return merge(data, own)
 
 

@@ -27,7 +27,8 @@ class PromptDataConfig(StrictModel):
     num_epochs: int | None = Field(None, ge=1, description="passes over the prompts; null = until total_steps")
     skip_invalid: bool = Field(False, description="drop and count bad rows at load instead of failing the job")
     max_prompt_tokens: int | None = Field(
-        None, ge=1, description="drop longer first-turn prompts; null = what fits rollout.max_context_tokens")
+        None, ge=1, description="drop longer first-turn prompts; null = what fits rollout.max_context_tokens"
+    )
 
 
 class PolicyConfig(StrictModel):

@@ -40,8 +40,9 @@ class VerifyOptions(StrictModel):
         65536, ge=1024, le=1_048_576, description="cap of captured candidate stdout/stderr, 1 KB to 1 MB"
     )
     timing: Literal["measured", "cpu_model"] = Field(
-        "measured", description="measured: time both models; cpu_model (CPU only): replay the candidate's reported "
-        "forward under counting and price it on gpu_profile (drkernel.perfmodel), a proxy for GPU speed"
+        "measured",
+        description="measured: time both models; cpu_model (CPU only): replay the candidate's reported "
+        "forward under counting and price it on gpu_profile (drkernel.perfmodel), a proxy for GPU speed",
     )
     gpu_profile: Literal["h200", "a100", "ascend910b"] = Field("h200", description="GPU the cpu_model prices work on")
 

@@ -54,4 +54,5 @@ def test_layered_variant_differs_from_its_base_only_where_it_says():
     assert sync["queue"] == {**base["queue"], "max_staleness": 0}
     assert sync["trainer"] == {**base["trainer"], "output_dir": "runs/train-sync"}
     assert {k: v for k, v in sync.items() if k not in ("queue", "trainer")} == {
-        k: v for k, v in base.items() if k not in ("queue", "trainer")}
+        k: v for k, v in base.items() if k not in ("queue", "trainer")
+    }

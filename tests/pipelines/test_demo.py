@@ -12,8 +12,13 @@ from pipelines.demo import CPU_NOTE, demo_config, sft_cache_dir, write_summary
 
 
 def _args(tmp_path, **kw) -> argparse.Namespace:
-    base = {"steps": None, "out": str(tmp_path / "demo"), "config": None, "sft_cache": str(tmp_path / "cache"),
-            "overrides": []}
+    base = {
+        "steps": None,
+        "out": str(tmp_path / "demo"),
+        "config": None,
+        "sft_cache": str(tmp_path / "cache"),
+        "overrides": [],
+    }
     return argparse.Namespace(**(base | kw))
 
 
@@ -35,13 +40,33 @@ def test_demo_config_caches_sft_by_its_shaping_settings(tmp_path):
 def test_summary_and_plots_from_the_run_metrics(tmp_path):
     out = tmp_path / "demo"
     (out / "train").mkdir(parents=True)
-    rows = [{"step": s, "rollout/reward_mean": 0.1 * s, "rollout/correct_rate": 0.2, "rollout/compile_rate": 0.5,
-             "rollout/fast1": 0.0, "staleness/max": 1.0, "staleness/mean": 0.5, "throughput/tokens_per_s": 100.0}
-            for s in (1, 2)]
+    rows = [
+        {
+            "step": s,
+            "rollout/reward_mean": 0.1 * s,
+            "rollout/correct_rate": 0.2,
+            "rollout/compile_rate": 0.5,
+            "rollout/fast1": 0.0,
+            "staleness/max": 1.0,
+            "staleness/mean": 0.5,
+            "throughput/tokens_per_s": 100.0,
+        }
+        for s in (1, 2)
+    ]
     (out / "train" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    summary = {"steps": 2, "policy_versions": 2, "reward_mean_per_step": [0.1, 0.2], "correct_rate_per_step": [0.2, 0.2],
-               "fast1_per_step": [0.0, 0.0], "max_staleness_observed": 1, "trajectories": 32, "verifier_calls": 20,
-               "tokens_per_s": 100.0, "wall_s": 60.0, "trained_group_ids": ["a", "b"]}
+    summary = {
+        "steps": 2,
+        "policy_versions": 2,
+        "reward_mean_per_step": [0.1, 0.2],
+        "correct_rate_per_step": [0.2, 0.2],
+        "fast1_per_step": [0.0, 0.0],
+        "max_staleness_observed": 1,
+        "trajectories": 32,
+        "verifier_calls": 20,
+        "tokens_per_s": 100.0,
+        "wall_s": 60.0,
+        "trained_group_ids": ["a", "b"],
+    }
     result = write_summary(summary, out)
     saved = json.loads((out / "summary.json").read_text())
     assert saved == result and saved["note"] == CPU_NOTE and "trained_group_ids" not in saved

@@ -89,7 +89,9 @@ def test_skip_invalid_writes_the_rest_and_reports_each_skip(tmp_path, capsys):
     assert f"{bad}: does not define def get_inputs()" in captured.err
     assert "wrote 2 rows" in captured.out and "skipped 1 invalid" in captured.out
     rows, _ = read_rows(out)
-    assert [r.extra_info.module_name for r in rows] == ["1_Good", "2_Also"] and {r.extra_info.level for r in rows} == {4}
+    assert [r.extra_info.module_name for r in rows] == ["1_Good", "2_Also"] and {r.extra_info.level for r in rows} == {
+        4
+    }
 
 
 def test_all_invalid_with_skip_writes_nothing(tmp_path, capsys):
@@ -164,8 +166,9 @@ def test_check_reports_every_bad_row_by_file_row_uuid_and_field(tmp_path, capsys
     records = pool_records(7)
     records[5]["reward_model"] = {"ground_truth": "", "style": "rule"}
     pq.write_table(pa.Table.from_pylist(records[:3]), tmp_path / "a.parquet")
-    strings = [{**r, "prompt": json.dumps(r["prompt"]), "reward_model": json.dumps(r["reward_model"])}
-               for r in records[3:]]
+    strings = [
+        {**r, "prompt": json.dumps(r["prompt"]), "reward_model": json.dumps(r["reward_model"])} for r in records[3:]
+    ]
     strings[0]["prompt"] = "not json"
     pq.write_table(pa.Table.from_pylist(strings), tmp_path / "b.parquet")
     assert main(["prepare-data", "--check", str(tmp_path)]) == 1
@@ -187,12 +190,21 @@ def test_check_token_lengths_are_computed_once_and_cached(tmp_path, capsys, monk
     tokenizer = build_tokenizer([r["prompt"][0]["content"] for r in records], vocab_size=300)
     tokenizer.save_pretrained(tmp_path / "tok")
     lengths = sorted(len(prompt_ids(tokenizer, r["prompt"])) for r in records)
-    argv = ["prepare-data", "--check", str(tmp_path / "pool.parquet"), "--tokenizer", str(tmp_path / "tok"),
-            "--max-prompt-tokens", str(lengths[6])]
+    argv = [
+        "prepare-data",
+        "--check",
+        str(tmp_path / "pool.parquet"),
+        "--tokenizer",
+        str(tmp_path / "tok"),
+        "--max-prompt-tokens",
+        str(lengths[6]),
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[1] == f"prompt tokens ({tmp_path / 'tok'}, computed): p50 {lengths[5]}, p90 {lengths[9]}, " \
-                     f"p99 {lengths[9]}, max {lengths[9]}"
+    assert (
+        out[1] == f"prompt tokens ({tmp_path / 'tok'}, computed): p50 {lengths[5]}, p90 {lengths[9]}, "
+        f"p99 {lengths[9]}, max {lengths[9]}"
+    )
     assert out[2] == f"prompts longer than {lengths[6]} tokens: 3 of 10 (30.0%)"
     assert main(argv) == 0
     assert "from the cache" in capsys.readouterr().out

@@ -124,8 +124,12 @@ def test_resume_after_skipped_bad_rows_neither_loses_nor_repeats(bad_pool):
     with PromptStream(bad_pool, batch_size=4, seed=7, num_epochs=2, skip_invalid=True) as resumed:
         resumed.load_state_dict(state)
         assert drain(resumed) == after
-        assert resumed.metrics() == {"data/rows": 12.0, "data/rows_invalid": 2.0, "data/rows_too_long": 0.0,
-                                     "data/rows_per_epoch": 10.0}
+        assert resumed.metrics() == {
+            "data/rows": 12.0,
+            "data/rows_invalid": 2.0,
+            "data/rows_too_long": 0.0,
+            "data/rows_per_epoch": 10.0,
+        }
         assert [e.uuid for e in resumed.invalid_rows] == ["t02", "t08"]
 
 
@@ -187,8 +191,9 @@ def test_long_prompts_are_filtered_and_counted(pool, tmp_path):
     limit = sorted(lengths.values())[N // 2]
     kept = sorted(u for u, n in lengths.items() if n <= limit)
     for _ in range(2):
-        with PromptStream(pool, batch_size=N, num_epochs=1, max_prompt_tokens=limit, tokenizer=tokenizer,
-                          length_cache_dir=tmp_path) as stream:
+        with PromptStream(
+            pool, batch_size=N, num_epochs=1, max_prompt_tokens=limit, tokenizer=tokenizer, length_cache_dir=tmp_path
+        ) as stream:
             assert sorted(drain(stream)) == kept
             assert stream.metrics()["data/rows_too_long"] == N - len(kept) > 0
     assert len(list(tmp_path.glob("*.npy"))) == 1

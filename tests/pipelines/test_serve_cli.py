@@ -48,8 +48,9 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _exercise_and_stop(proc: subprocess.Popen, url: str, startup_s: float = 150,
-                       while_up: Callable[[str], None] | None = None) -> str:
+def _exercise_and_stop(
+    proc: subprocess.Popen, url: str, startup_s: float = 150, while_up: Callable[[str], None] | None = None
+) -> str:
     """Poll /healthz until up, verify one honest kernel, run `while_up(output so far)`, verify again,
     send SIGINT, expect a clean exit."""
     lines: queue.Queue[str] = queue.Queue()
@@ -84,8 +85,9 @@ def _exercise_and_stop(proc: subprocess.Popen, url: str, startup_s: float = 150,
                 assert time.monotonic() < deadline, drain()
                 time.sleep(0.2)
             while_up(drain())
-            r = httpx.post(url + "/verify", json={**BODY, "kernel_code": BODY["kernel_code"] + "\n# again\n"},
-                           timeout=120)
+            r = httpx.post(
+                url + "/verify", json={**BODY, "kernel_code": BODY["kernel_code"] + "\n# again\n"}, timeout=120
+            )
             assert r.status_code == 200 and r.json()["correct"], r.text  # the first server is untouched
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=90)
@@ -103,8 +105,9 @@ def _exercise_and_stop(proc: subprocess.Popen, url: str, startup_s: float = 150,
 
 def _serve(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {**_env(), "RAY_AUTH_MODE": "token"}  # Ray 2.60 clusters require their token to join
-    return subprocess.run([*DRKERNEL, "serve", "verifier", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [*DRKERNEL, "serve", "verifier", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def _one_line(r: subprocess.CompletedProcess, needle: str) -> None:
@@ -117,9 +120,26 @@ def _one_line(r: subprocess.CompletedProcess, needle: str) -> None:
 def test_drkernel_serve_verifier_subprocess():
     port = _free_port()
     proc = subprocess.Popen(
-        [*DRKERNEL, "serve", "verifier", "--host", "127.0.0.1", "--port", str(port),
-         "--device", "cpu", "--num-cpus", "2", "--set", "cpus_per_replica=0.5"],
-        cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            *DRKERNEL,
+            "serve",
+            "verifier",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--device",
+            "cpu",
+            "--num-cpus",
+            "2",
+            "--set",
+            "cpus_per_replica=0.5",
+        ],
+        cwd=REPO,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
 
     def second_start(out: str) -> None:
@@ -128,8 +148,10 @@ def test_drkernel_serve_verifier_subprocess():
         _one_line(_serve("--port", str(port), "--device", "cpu"), f"cannot listen on 127.0.0.1:{port}")
         assert time.monotonic() - start < 20  # refused before any Ray starts
         (address,) = re.findall(r"Ray cluster (\S+)", out)
-        _one_line(_serve("--address", address, "--port", str(_free_port()), "--device", "cpu"),
-                  "already runs a 'verifier' app that this process did not deploy")
+        _one_line(
+            _serve("--address", address, "--port", str(_free_port()), "--device", "cpu"),
+            "already runs a 'verifier' app that this process did not deploy",
+        )
 
     out = _exercise_and_stop(proc, f"http://127.0.0.1:{port}", while_up=second_start)
     assert f"listening on http://127.0.0.1:{port}" in out and "stopping the verifier" in out
@@ -159,7 +181,11 @@ def test_serve_run_with_the_config_file(tmp_path):
     serve_cli = Path(sys.executable).parent / "serve"
     proc = subprocess.Popen(
         [str(serve_cli), "run", "--address", "local", str(path)],
-        cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=REPO,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     _exercise_and_stop(proc, f"http://127.0.0.1:{port}")
 
@@ -168,7 +194,11 @@ def test_serve_run_with_the_config_file(tmp_path):
 def test_bad_settings_are_usage_errors():
     r = subprocess.run(
         [*DRKERNEL, "serve", "verifier", "--set", "autoscaling.max_replicas=0", "--set", "cache_sise=3"],
-        cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120,
+        cwd=REPO,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert r.returncode == 2, r.stderr
     assert "autoscaling.max_replicas: Input should be greater than or equal to 1" in r.stderr
@@ -188,8 +218,20 @@ def test_settings_merge_config_file_flags_and_overrides():
     assert cfg.device == "cpu" and cfg.autoscaling.max_replicas == 1
 
     args = build_parser("serve").parse_args(
-        ["serve", "verifier", "--config", config, "--port", "9001", "--replicas", "3",
-         "--set", "autoscaling.target_ongoing_requests=4", "--set", "cache_size=0"]
+        [
+            "serve",
+            "verifier",
+            "--config",
+            config,
+            "--port",
+            "9001",
+            "--replicas",
+            "3",
+            "--set",
+            "autoscaling.target_ongoing_requests=4",
+            "--set",
+            "cache_size=0",
+        ]
     )
     app_args, host, port = _settings(args)
     cfg = _validated(app_args)

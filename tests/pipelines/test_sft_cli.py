@@ -68,18 +68,36 @@ def test_short_real_run_writes_a_loadable_checkpoint(tmp_path):
     cfg = _write(
         tmp_path,
         {
-            "model": {"hidden_size": 64, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1, "head_dim": 32,
-                      "intermediate_size": 128, "output_dir": str(tmp_path / "base")},
+            "model": {
+                "hidden_size": 64,
+                "num_layers": 2,
+                "num_heads": 2,
+                "num_kv_heads": 1,
+                "head_dim": 32,
+                "intermediate_size": 128,
+                "output_dir": str(tmp_path / "base"),
+            },
             "tokenizer": {"vocab_size": 800},
             "data": {"tasks_dir": str(tasks)},
-            "sft": {"epochs": 2, "lr": 5e-3, "warmup_steps": 1, "grad_accum_steps": 2, "log_every": 1,
-                    "output_dir": str(tmp_path / "sft"), "eval": {"enabled": False}},
+            "sft": {
+                "epochs": 2,
+                "lr": 5e-3,
+                "warmup_steps": 1,
+                "grad_accum_steps": 2,
+                "log_every": 1,
+                "output_dir": str(tmp_path / "sft"),
+                "eval": {"enabled": False},
+            },
         },
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
         [sys.executable, "-m", "pipelines.cli", "sft", "--config", str(cfg)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads((tmp_path / "sft" / "summary.json").read_text())

@@ -13,17 +13,27 @@ EXAMPLE = ROOT / "examples" / "vector_add"
 
 def drkernel(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     code = "import sys; from pipelines.cli import main; sys.exit(main())"
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
 
 
 @pytest.mark.integration
 def test_json_verdict_is_the_only_stdout_even_when_the_candidate_prints(tmp_path):
     noisy = tmp_path / "noisy.py"
-    noisy.write_text((EXAMPLE / "candidate.py").read_text().replace(
-        "        out = torch.empty_like(a)", "        print('NOISE to stdout'); out = torch.empty_like(a)"))
-    proc = drkernel("verify", "--reference", str(EXAMPLE / "reference.py"), "--candidate", str(noisy), "--json",
-                    "--trials", "2")
+    noisy.write_text(
+        (EXAMPLE / "candidate.py")
+        .read_text()
+        .replace("        out = torch.empty_like(a)", "        print('NOISE to stdout'); out = torch.empty_like(a)")
+    )
+    proc = drkernel(
+        "verify", "--reference", str(EXAMPLE / "reference.py"), "--candidate", str(noisy), "--json", "--trials", "2"
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 1
@@ -60,8 +70,10 @@ def test_reference_that_fails_when_run_is_one_line_exit_2(tmp_path):
 @pytest.mark.parametrize(
     "source, needle",
     [
-        ("import torch\nclass Model(torch.nn.Module):\n    pass\ndef get_init_inputs():\n    return []\n",
-         "reference defines no get_inputs"),
+        (
+            "import torch\nclass Model(torch.nn.Module):\n    pass\ndef get_init_inputs():\n    return []\n",
+            "reference defines no get_inputs",
+        ),
         ("import torch\ndef broken(:\n", "reference does not parse: invalid syntax (line 2)"),
     ],
 )
@@ -79,12 +91,38 @@ def test_reference_without_get_inputs_or_not_parsing_is_one_line_exit_2(tmp_path
     [
         (["--reference", "missing.py", "--candidate", "examples/vector_add/candidate.py"], "not found"),
         (["--reference", "examples/vector_add/reference.py"], "--candidate"),
-        (["--reference", "examples/vector_add/reference.py", "--candidate", "examples/vector_add/candidate.py",
-          "--device", "tpu"], "--device"),
-        (["--reference", "examples/vector_add/reference.py", "--candidate", "examples/vector_add/candidate.py",
-          "--atol", "-1"], "atol"),
-        (["--reference", "examples/vector_add/reference.py", "--candidate", "examples/vector_add/candidate.py",
-          "--bogus"], "--bogus"),
+        (
+            [
+                "--reference",
+                "examples/vector_add/reference.py",
+                "--candidate",
+                "examples/vector_add/candidate.py",
+                "--device",
+                "tpu",
+            ],
+            "--device",
+        ),
+        (
+            [
+                "--reference",
+                "examples/vector_add/reference.py",
+                "--candidate",
+                "examples/vector_add/candidate.py",
+                "--atol",
+                "-1",
+            ],
+            "atol",
+        ),
+        (
+            [
+                "--reference",
+                "examples/vector_add/reference.py",
+                "--candidate",
+                "examples/vector_add/candidate.py",
+                "--bogus",
+            ],
+            "--bogus",
+        ),
     ],
 )
 def test_usage_errors_are_one_line_exit_2(args, needle):

@@ -89,7 +89,7 @@ def test_every_emitted_name_is_in_its_literal():
 
 
 def test_scanner_reads_each_form():
-    src = '''
+    src = """
 v.hack("bogus_hack", "bogus_check_a", "x")
 v.check("bogus_check_b", True)
 v.hacks.append("bogus_hack_b")
@@ -98,12 +98,22 @@ found: list[tuple[HackName, CheckName, list[str], str]] = [("bogus_hack_d", "bog
 found.append(("bogus_hack_e", "bogus_check_e", [], ""))
 for check in ("bogus_check_f",):
     pass
-'''
-    assert sorted(emitted(src)) == sorted([
-        ("hack", "bogus_hack"), ("check", "bogus_check_a"), ("check", "bogus_check_b"), ("hack", "bogus_hack_b"),
-        ("hack", "bogus_hack_c"), ("check", "bogus_check_c"), ("hack", "bogus_hack_d"), ("check", "bogus_check_d"),
-        ("hack", "bogus_hack_e"), ("check", "bogus_check_e"), ("check", "bogus_check_f"),
-    ])
+"""
+    assert sorted(emitted(src)) == sorted(
+        [
+            ("hack", "bogus_hack"),
+            ("check", "bogus_check_a"),
+            ("check", "bogus_check_b"),
+            ("hack", "bogus_hack_b"),
+            ("hack", "bogus_hack_c"),
+            ("check", "bogus_check_c"),
+            ("hack", "bogus_hack_d"),
+            ("check", "bogus_check_d"),
+            ("hack", "bogus_hack_e"),
+            ("check", "bogus_check_e"),
+            ("check", "bogus_check_f"),
+        ]
+    )
 
 
 def test_result_model_rejects_unknown_names():

@@ -9,7 +9,12 @@ from drkernel.verify.result import VerifyResult
 def test_infra_result_is_no_verdict_and_no_reward():
     r = VerifyResult.infra("timeout", "no slot within 3 s", "cuda", elapsed_s=3.5, details={"queue": 4})
     assert (r.status, r.error.kind, r.error.message, r.device, r.elapsed_s) == (
-        "infra_error", "timeout", "no slot within 3 s", "cuda", 3.5)
+        "infra_error",
+        "timeout",
+        "no slot within 3 s",
+        "cuda",
+        3.5,
+    )
     assert r.details == {"queue": 4} and r.reward == 0.0 and not r.correct and r.hack is None
     assert VerifyResult.infra("infra", "m", "cpu").details == {}
 
