@@ -25,6 +25,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from drkernel.log import Progress
+
 _CHILD = r"""
 import json, sys, traceback
 spec = json.loads(sys.stdin.readline())
@@ -85,7 +87,8 @@ def check_loadable(
         try:
             proc.stdin.write(payload.encode())  # the child reads all of it before it runs anything
             proc.stdin.close()
-            stdout, finished = _read_until_done(proc, time.monotonic() + timeout_s)
+            with Progress(len(sources), "references load-checked") as bar:
+                stdout, finished = _read_until_done(proc, time.monotonic() + timeout_s, bar)
         except BrokenPipeError:
             stdout, finished = "", True
         finally:
@@ -105,8 +108,9 @@ def check_loadable(
     return check
 
 
-def _read_until_done(proc: subprocess.Popen, deadline: float) -> tuple[str, bool]:
-    """Child's stdout up to its 'done' line or EOF; (text, False) when the deadline passes first.
+def _read_until_done(proc: subprocess.Popen, deadline: float, bar: Progress | None = None) -> tuple[str, bool]:
+    """Child's stdout up to its 'done' line or EOF; (text, False) when the deadline passes first. `bar` counts
+    the verdict lines seen so far (display only: a source could print such a line itself).
 
     Raw reads on the fd: a buffered reader could hold complete lines that select() no longer reports.
     """
@@ -120,6 +124,8 @@ def _read_until_done(proc: subprocess.Popen, deadline: float) -> tuple[str, bool
             chunk = os.read(fd, 1 << 16)
             data += chunk
             text = data.decode(errors="replace")
+            if bar is not None:
+                bar.update(max(0, text.count('{"key": ') - bar.done))
             if not chunk or _DONE in text:
                 return text.split(_DONE)[0], True
     return data.decode(errors="replace"), False

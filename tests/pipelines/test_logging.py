@@ -105,3 +105,15 @@ def test_prepare_data_logs_on_stderr_and_writes_its_result_on_stdout(tmp_path, c
     entries = [json.loads(line) for line in captured.err.splitlines()]  # every stderr line is a JSON object
     assert any(e["level"] == "warning" and "2_Bad.py" in e["msg"] for e in entries)
     assert any(e["logger"] == "drkernel.progress" and e["msg"].startswith("references parsed 2/2") for e in entries)
+
+
+def test_the_sandboxed_load_check_reports_its_progress(tmp_path, capsys):
+    src = tmp_path / "refs"
+    src.mkdir()
+    for i in range(3):
+        (src / f"{i + 1}_Good{i}.py").write_text(GOOD)
+    argv = ["prepare-data", "--log-json", "--src", str(src), "--out", str(tmp_path / "pool.parquet")]
+    assert main(argv) == 0
+    entries = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    checked = [e["msg"] for e in entries if e["msg"].startswith("references load-checked")]
+    assert checked and checked[-1].startswith("references load-checked 3/3"), entries
