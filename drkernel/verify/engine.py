@@ -183,13 +183,12 @@ class Verifier:
         with self._admission.shared():
             result = self._guarded(reference, candidate, options, Verdict.from_json(v.as_json()), kernels, t0)
         if self.device != "cpu" and _out_of_memory(result):
-            # Device memory is shared by the evaluations running at once: a candidate (or the judge) that ran
-            # out of it is judged again with the device to itself, and only that verdict counts.
+            # Device memory is shared by the evaluations running at once: when the judge or the reference ran
+            # out of it, the evaluation is judged again with the device to itself, and only that verdict counts.
+            # A candidate process that runs out is a candidate fault (reward 0): running out on purpose must not
+            # turn a wrong kernel into a masked sample or buy a re-run.
             with self._admission.exclusive():
                 result = self._guarded(reference, candidate, options, Verdict.from_json(v.as_json()), kernels, t0)
-            # Out of memory alone stands as reported: in the candidate's process it is the candidate's fault
-            # (reward 0: running out on purpose must not turn a wrong kernel into a masked sample), in the judge
-            # or the reference runner it is infra_error.
             result.details["oom_retry"] = "ran out of device memory beside other evaluations; judged again alone"
         return result
 
@@ -448,7 +447,10 @@ class _Admission:
 
 
 def _out_of_memory(result: VerifyResult) -> bool:
-    """The evaluation failed because a process of it could not get device memory."""
+    """The judge or the reference runner could not get device memory (infra_error). A candidate's own fault
+    text is never read for this: any kernel can raise an exception that says "out of memory"."""
+    if result.status != "infra_error":
+        return False
     message = (result.error.message if result.error else "").lower()
     return any(m in message for m in ("outofmemoryerror", "out of memory", "out of device memory"))
 

@@ -486,8 +486,8 @@ class Judge:
             self.ref_aliases = bool(self.ref.evidence.get("aliases"))
         try:
             cand_out, cand_in = self.collect(self.cand, k, with_inputs)
-        except torch.OutOfMemoryError as e:
-            raise CandidateFault("runtime", f"out of device memory holding the candidate's outputs: {e}") from e
+        except torch.OutOfMemoryError as e:  # its outputs matched the reference's shapes: device pressure
+            raise Infra("infra", f"out of device memory holding the candidate's outputs: {e}") from e
         self.absorb(self.cand.evidence)
         records = []
         quick = _batch_passes(ref_out, cand_out, self.o["atol"], self.o["rtol"], self.o["correctness"] == "strict")

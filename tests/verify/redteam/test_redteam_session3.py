@@ -46,9 +46,6 @@ def test_cpu_model_prices_a_matmul_in_any_operator_as_a_matmul(verifier, name: s
     assert score(r, RewardConfig()).reward <= 0.5 + 0.5 * 1.1
 
 
-@pytest.mark.xfail(strict=True, reason="engine._out_of_memory reads the candidate's own fault text: any wrong kernel "
-                                       "that raises 'out of memory' buys an exclusive re-run on an accelerator "
-                                       "(issue 8 red team)")
 def test_candidate_fault_text_is_not_taken_for_out_of_memory(verifier) -> None:
     r = verifier.verify(VECTOR_ADD_REF, _src("oom_text.py"), MEASURED)
     assert r.status == "ok" and r.reward == 0.0 and r.error is not None and r.error.kind == "runtime", r.error
