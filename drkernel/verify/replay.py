@@ -39,6 +39,31 @@ DENIED_ATEN = re.compile(r"file|save|load|print|_local_scalar|set_|record_stream
 NAN_FILL = 0xFF  # fresh buffers start as NaN (floats) / -1 (integers): unwritten scratch never reads as a result
 
 
+# aten operators a trace may use besides pointwise ones (torch.Tag.pointwise) and those with a flop formula
+# (torch.utils.flop_counter): their cost grows with the bytes they touch, which is how they are priced. Any
+# other operator could hide superlinear work behind a bytes-only price (a matmul through cdist), so it fails.
+LINEAR_ATEN = frozenset({
+    "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "prod", "var", "std", "var_mean", "std_mean",
+    "norm", "linalg_vector_norm", "logsumexp", "_softmax", "_log_softmax", "softmax", "log_softmax",
+    "native_layer_norm", "native_group_norm", "native_batch_norm", "_native_batch_norm_legit_no_training",
+    "_native_batch_norm_legit", "copy_", "clone", "_to_copy", "cat", "stack", "fill_", "zero_", "zeros", "ones",
+    "full", "zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "arange", "cumsum",
+    "cumprod", "gather", "scatter", "scatter_add", "index_select", "index", "index_put_", "index_add",
+    "masked_fill", "masked_fill_", "where", "constant_pad_nd", "repeat", "flip", "roll", "tril", "triu",
+    "any", "all", "topk", "sort", "embedding", "max_pool2d_with_indices", "avg_pool2d", "avg_pool1d",
+    "adaptive_avg_pool2d", "_adaptive_avg_pool2d", "slice_scatter", "select_scatter", "split_with_sizes_copy",
+    "contiguous", "rand", "randn", "rand_like", "randn_like", "bernoulli_", "native_dropout", "count_nonzero",
+})
+
+
+def priced(op: Any) -> bool:
+    from torch.utils.flop_counter import flop_registry
+
+    base = op._schema.name.removeprefix("aten::")
+    return (torch.Tag.pointwise in op.tags or op._overloadpacket in flop_registry or base in LINEAR_ATEN
+            or bool(getattr(op, "is_view", False)))
+
+
 class ReplayFailed(Exception):
     """The trace does not reproduce the reference: the candidate's model fails."""
 
@@ -185,6 +210,9 @@ class Replay:
                 op = getattr(getattr(torch.ops.aten, base), overload or "default")
             except (AttributeError, RuntimeError) as err:
                 raise ReplayFailed(f"unknown operator {e['name']}") from err
+            if not priced(op):
+                raise ReplayFailed(f"{e['name']} has no cost model (neither pointwise, nor with a flop formula, nor "
+                                   "linear in its bytes)")
             args = [self.value(a) for a in e["args"]]
             kwargs = {k: self.value(v) for k, v in e["kwargs"].items()}
             with self.aten:

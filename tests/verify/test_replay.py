@@ -318,3 +318,40 @@ def test_shipped_solution_with_eager_temporaries_replays(tmp_path):
                                         str(tmp_path)), options=OPTS)
     assert m["verdict"] == "match", m["message"]
     assert m["cand"]["launches"] > m["ref"]["launches"] and m["cand_s"] > m["ref_s"]
+
+
+MATMUL_REF = HEAD + """
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a @ b
+
+def get_inputs():
+    return [torch.randn(16, 8), torch.randn(8, 16)]
+
+def get_init_inputs():
+    return []
+"""
+
+# The products through cdist (|a|^2 + |b|^2 - d^2 = 2 a.b): an operator with no flop formula would be priced
+# by its bytes alone, far below the matmul it hides.
+CDIST_MATMUL = HEAD + """
+@triton.jit
+def half_kernel(x, o, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(o + offs, tl.load(x + offs, mask=m) * 0.5, mask=m)
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        d = torch.cdist(a, b.t().contiguous())
+        s = (a * a).sum(1, keepdim=True) + (b * b).sum(0, keepdim=True) - d * d
+        out = torch.empty_like(s)
+        half_kernel[(triton.cdiv(s.numel(), 1024),)](s, out, s.numel(), BLOCK=1024)
+        return out
+"""
+
+
+def test_work_hidden_in_an_operator_without_a_cost_model_fails(tmp_path):
+    assert check_source(CDIST_MATMUL).passed
+    m = model_candidate(**trace_locally(MATMUL_REF, CDIST_MATMUL, str(tmp_path)), options=OPTS)
+    assert m["verdict"] == "mismatch" and "no cost model" in m["message"]
