@@ -10,7 +10,8 @@ on a GPU profile. Two modelled speedups per candidate:
   reference's flop ratio (launch counts unchanged); in a launch with tl.dot the re-reads scale with the
   flops (a tiled matmul re-reads a tile per output tile) and other arithmetic with the bytes; without
   tl.dot, arithmetic scales with the reference's flops if it has any (a matmul without tl.dot). tl.dot
-  flops become the reference's full-size flops (at tiny sizes they include the padding of whole tiles). This assumes the candidate's traffic
+  flops become the reference's full-size flops (at tiny sizes they include the padding of whole tiles).
+  This assumes the candidate's traffic
   grows like the reference's: right for streaming kernels, rough wherever tiling or grids change with size.
 With --measured (benchmarks/verifier_bench.py --out on an H200) it prints, per candidate, measured speedup and
 modelled/measured ratio, then Spearman's rank correlation and the spread of the ratios.
@@ -44,8 +45,8 @@ import torch  # noqa: E402
 from drkernel.perfmodel import LaunchCount, get_profile, model_time  # noqa: E402
 from drkernel.perfmodel.aten_count import AtenCounter  # noqa: E402
 from drkernel.verify import problem as kb  # noqa: E402
-from drkernel.verify.replay import Replay, load_kernels, trace_locally  # noqa: E402
 from drkernel.verify import tensors  # noqa: E402
+from drkernel.verify.replay import Replay, load_kernels, trace_locally  # noqa: E402
 
 
 def full_reference_counts(source: str, workdir: str) -> list[LaunchCount]:
@@ -117,10 +118,12 @@ def one(p: candidate_set.Problem, c: candidate_set.Candidate, kernelbench: Path,
         "launches": {"candidate": len(cand), "reference": len(ref_tiny), "reference_full": len(ref_full)},
         "tiny": {"cand_us": t_cand_tiny.seconds * 1e6, "ref_us": t_ref_tiny.seconds * 1e6,
                  "speedup": t_ref_tiny.seconds / t_cand_tiny.seconds,
-                 "cand_bytes": t_cand_tiny.read_bytes + t_cand_tiny.write_bytes, "cand_reread": t_cand_tiny.reread_bytes,
+                 "cand_bytes": t_cand_tiny.read_bytes + t_cand_tiny.write_bytes,
+                 "cand_reread": t_cand_tiny.reread_bytes,
                  "ref_bytes": t_ref_tiny.read_bytes + t_ref_tiny.write_bytes},
         "full": {"cand_us": t_cand_full.seconds * 1e6, "ref_us": t_ref_full.seconds * 1e6,
-                 "speedup": t_ref_full.seconds / t_cand_full.seconds, "byte_scale": byte_scale, "flop_scale": flop_scale},
+                 "speedup": t_ref_full.seconds / t_cand_full.seconds, "byte_scale": byte_scale,
+                 "flop_scale": flop_scale},
         "seconds": time.perf_counter() - t0,
     })
     return row
@@ -173,12 +176,14 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 row = one(p, c, a.kernelbench, a.profile, tmp)
             except Exception as e:  # a candidate the trace or replay cannot handle: reported, not hidden
-                row = {"problem": p.name, "candidate": c.file, "cost": p.cost, "label": f"{p.name} ({Path(c.file).stem})",
+                row = {"problem": p.name, "candidate": c.file, "cost": p.cost,
+                       "label": f"{p.name} ({Path(c.file).stem})",
                        "replay": f"error: {type(e).__name__}: {str(e)[:200]}"}
         rows.append(row)
         if "tiny" in row:
             print(f"{row['label'][:60]:60s} {row['cost']:11s} launches c/r {row['launches']['candidate']}/"
-                  f"{row['launches']['reference']}  tiny {row['tiny']['speedup']:6.3f}  full {row['full']['speedup']:6.3f}"
+                  f"{row['launches']['reference']}  tiny {row['tiny']['speedup']:6.3f}"
+                  f"  full {row['full']['speedup']:6.3f}"
                   f"  ({row['full']['cand_us']:.1f} vs {row['full']['ref_us']:.1f} us)", flush=True)
         else:
             print(f"{row['label'][:60]:60s} {row['cost']:11s} {row['replay']}", flush=True)

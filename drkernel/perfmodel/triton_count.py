@@ -4,7 +4,8 @@ Every load, store and atomic the interpreter performs goes through one `Interpre
 the element addresses (a numpy array) and the mask; `tl.dot` goes through `create_dot` with the operand
 blocks. Wrapping those methods (for the duration of a `TritonCounter` only) counts each launch: unique
 bytes read and written (each address once per launch), bytes re-read across programs (an address another
-program of the launch loaded: L2) and within one program (L1 / shared memory), matmul flops by precision ("tf32", "bf16", "fp32"), and other floating-point
+program of the launch loaded: L2) and within one program (L1 / shared memory), matmul flops by precision
+("tf32", "bf16", "fp32"), and other floating-point
 arithmetic ("vector": adds, multiplies, fma, transcendentals; reductions are not counted).
 
 With `allowed` address ranges every access is checked before it happens: an access outside them raises
@@ -18,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from drkernel.perfmodel.cost import LaunchCount
-
 
 # Floating-point arithmetic outside tl.dot, priced at the FP32 (CUDA-core) rate: flops per result element.
 # Reductions (tl.sum, tl.max) run in numpy outside the builder and are not counted.

@@ -145,7 +145,8 @@ class Replay:
         self._allow()
 
     def _allow(self) -> None:
-        self.triton.set_allowed([(s.data_ptr(), s.data_ptr() + s.nbytes()) for s in self.storages.values() if s.nbytes()])
+        self.triton.set_allowed([(s.data_ptr(), s.data_ptr() + s.nbytes())
+                                 for s in self.storages.values() if s.nbytes()])
 
     def view(self, ref: dict[str, Any]) -> torch.Tensor:
         storage = self.storages.get(ref["buf"])
@@ -328,7 +329,8 @@ def main(spec: dict[str, Any], conn: Any) -> None:
     except (EOFError, OSError):
         return
     except Exception as e:
-        protocol.send(conn, {"type": "modelled", "verdict": "infra", "message": f"reference: {type(e).__name__}: {e}"[:500],
+        protocol.send(conn, {"type": "modelled", "verdict": "infra",
+                             "message": f"reference: {type(e).__name__}: {e}"[:500],
                              "cand_s": 0.0, "ref_s": 0.0, "cand": {}, "ref": {}, "launches": []})
         return
     try:

@@ -191,7 +191,8 @@ class TraceRecorder(TorchDispatchMode):
         grid = [int(g) for g in (grid if isinstance(grid, (list, tuple)) else (grid,))]
         if not 1 <= len(grid) <= 3:
             raise TraceError("a grid has one to three dimensions")
-        self._event({"op": "launch", "kernel": getattr(jit_obj.fn, "__name__", "?"), "grid": grid + [1] * (3 - len(grid)),
+        self._event({"op": "launch", "kernel": getattr(jit_obj.fn, "__name__", "?"),
+                     "grid": grid + [1] * (3 - len(grid)),
                      "args": {k: self.value(v) for k, v in bound.items()}})
 
     def result(self, outputs: list[Any]) -> tuple[dict[str, Any], bytes]:

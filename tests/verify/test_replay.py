@@ -8,9 +8,9 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-import drkernel.verify.interpreter_env  # noqa: F401  (before triton)
 import pytest
 
+import drkernel.verify.interpreter_env  # noqa: F401  (before triton)
 from drkernel.verify import protocol
 from drkernel.verify.gate import check_source
 from drkernel.verify.replay import model_candidate, rebuild_source, trace_locally
@@ -94,7 +94,8 @@ class ModelNew(nn.Module):
         return out
 """
 
-HOST_CONSTEXPR = HOST_SCALAR.replace("def fill_kernel(out_ptr, value):", "def fill_kernel(out_ptr, VALUE: tl.constexpr):") \
+HOST_CONSTEXPR = HOST_SCALAR.replace("def fill_kernel(out_ptr, value):",
+                                     "def fill_kernel(out_ptr, VALUE: tl.constexpr):") \
     .replace("tl.store(out_ptr, value)", "tl.store(out_ptr, VALUE)").replace("(out, total)", "(out, VALUE=total)")
 
 NUMPY_HOST = HEAD + """

@@ -4,12 +4,11 @@ child beside the judge, real Triton interpreter; the measured path is unchanged 
 from pathlib import Path
 
 import pytest
+from test_replay import CHAIN_FUSED, CHAIN_REF, HOST_SCALAR, NUMPY_HOST, SUM_REF
 
 from drkernel.config.verifier import VerifyOptions
 from drkernel.rl.rewards import RewardConfig, score
 from drkernel.verify import Verifier
-
-from test_replay import CHAIN_FUSED, CHAIN_REF, HOST_SCALAR, NUMPY_HOST, SUM_REF
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +29,8 @@ def test_fused_candidate_gets_a_modelled_speedup_and_the_reward_uses_it(verifier
     assert r.status == "ok" and r.correct and r.hack is None, r.error
     assert r.timing_source == "cpu_model"
     model = r.details["cpu_model"]
-    assert model["gpu_profile"] == "h200" and model["candidate"]["launches"] == 1 and model["reference"]["launches"] == 3
+    assert model["gpu_profile"] == "h200"
+    assert model["candidate"]["launches"] == 1 and model["reference"]["launches"] == 3
     assert r.speedup == pytest.approx(r.ref_runtime_ms / r.runtime_ms) and 2.5 < r.speedup < 3.5
     assert any(c.name == "cpu_model_replay" and c.passed for c in r.checks)
     assert score(r, RewardConfig()).reward == pytest.approx(0.5 + 0.5 * min(r.speedup, 3.0))
