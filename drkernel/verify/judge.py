@@ -724,8 +724,9 @@ class Judge:
         self.v.details["cpu_model"] = {"gpu_profile": self.o["gpu_profile"], "candidate": m["cand"],
                                        "reference": m["ref"], "launches": m["launches"]}
         self.v.check("cpu_model_replay", True, (
-            f"{int(m['cand'].get('launches', 0))} candidate launches replayed on unseen inputs and equal to the reference; "
-            f"modelled on {self.o['gpu_profile']}: candidate {self.v.cand_ms:.4g} ms, reference {self.v.ref_ms:.4g} ms"))
+            f"{int(m['cand'].get('launches', 0))} candidate launches replayed on unseen inputs and equal to the "
+            f"reference; modelled on {self.o['gpu_profile']}: candidate {self.v.cand_ms:.4g} ms, "
+            f"reference {self.v.ref_ms:.4g} ms"))
 
     def coverage(self) -> None:
         """The candidate's coverage pass on fresh input sets staged for it, outputs compared like every call.

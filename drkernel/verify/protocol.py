@@ -261,7 +261,8 @@ def _trace_event(v: Any) -> dict[str, Any]:
     op = v.get("op")
     if op == "alloc":
         _keys(v, {"op", "buf", "nbytes"})
-        return {"op": "alloc", "buf": _int(0, MAX_TRACE_BUFFERS)(v.get("buf")), "nbytes": _int(0, 1 << 40)(v.get("nbytes"))}
+        return {"op": "alloc", "buf": _int(0, MAX_TRACE_BUFFERS)(v.get("buf")),
+                "nbytes": _int(0, 1 << 40)(v.get("nbytes"))}
     if op == "aten":
         _keys(v, {"op", "name", "args", "kwargs", "outs"})
         name = _text(130)(v.get("name"))
