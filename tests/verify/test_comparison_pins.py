@@ -82,6 +82,16 @@ def test_the_scale_bound_is_inclusive_like_isclose():
     assert tensors.compare([torch.zeros(4)], [torch.full((4,), 0.25)], 0.25, 0.0)[0]
 
 
+def test_a_zero_reference_bounds_max_abs_c_by_atol_exactly():
+    """float32(0.1) is 0.1000000015: inside isclose's float32 bound, outside the documented max |c| <= atol of an
+    all-zero reference; the strict verdict refuses it and the batched path leaves it to compare."""
+    z, c = torch.zeros(4), torch.full((4,), 0.1)
+    ok, msg, stats = tensors.compare([z], [c], 0.1, 0.0, "strict")
+    assert not ok and stats["elementwise"] and stats["rel_l2"] == math.inf and "relative L2 error inf" in msg
+    assert tensors.compare([z], [c], 0.1, 0.0, "kernelbench")[0]
+    assert _batch_passes([[z]], [[c]], 0.1, 0.0, strict=True) == [None]
+
+
 def test_an_empty_output_does_not_end_the_comparison():
     ok, msg, _ = tensors.compare([torch.empty(0), torch.ones(2)], [torch.empty(0), torch.full((2,), 5.0)], 1e-2, 1e-2)
     assert not ok and msg.startswith("output[1] values differ")
