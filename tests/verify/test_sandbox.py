@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 import pytest
+from sandbox_layers import require_layers, skip_unless_host_has
 
 from drkernel.verify.sandbox import UID_BASE
-from sandbox_layers import require_layers, skip_unless_host_has
 
 pytestmark = pytest.mark.integration
 

@@ -8,10 +8,10 @@ import json
 import time
 
 import pytest
+from hack_names import hack
 
 from drkernel.rl.rewards import RewardConfig, kernel_reward
 from drkernel.verify.verdict import Verdict
-from hack_names import hack
 
 
 def timed(**kw) -> Verdict:

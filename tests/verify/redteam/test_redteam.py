@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sandbox_layers import require_layers
 
 from drkernel.verify import VerifyOptions, protocol
 from drkernel.verify.engine import Verifier
 from drkernel.verify.gate import check_source
-from sandbox_layers import require_layers
 
 pytestmark = pytest.mark.integration
 
