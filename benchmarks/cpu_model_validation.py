@@ -33,7 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
+if "--probe-gpu" not in sys.argv:
+    os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -156,15 +157,61 @@ def measured_speedups(path: Path) -> dict[str, float]:
     return {r["label"]: r["speedup"] for r in data["ours"][0]["results"] if r.get("speedup")}
 
 
+def probe_gpu() -> dict[str, float]:
+    """The profile's estimated figures, measured on the local CUDA GPU (CUDA events, medians of repeats):
+    DRAM copy bandwidth (1 GiB), L2 copy bandwidth (8 MiB, resident in a 50+ MB L2), and the cost per launch
+    of a back-to-back stream of one-element eager operators and of a one-program Triton kernel."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def one(x):
+        tl.store(x, tl.load(x) + 1)
+
+    def timed(fn: Any, reps: int) -> float:
+        fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(5):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(reps):
+                fn()
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) / 1e3 / reps)
+        return statistics.median(times)
+
+    out: dict[str, float] = {}
+    for label, n in (("dram", 1 << 28), ("l2", 1 << 21)):
+        x, y = torch.empty(n, device="cuda"), torch.empty(n, device="cuda")
+        reps = 20 if label == "dram" else 2000
+        out[f"{label}_copy_bytes_per_s"] = 2 * 4 * n / timed(lambda x=x, y=y: y.copy_(x), reps)
+    t = torch.zeros(1, device="cuda")
+    out["eager_launch_s"] = timed(lambda: t.add_(1), 5000)
+    out["triton_launch_s"] = timed(lambda: one[(1,)](t), 5000)
+    a = torch.randn(8192, 8192, device="cuda")
+    out["fp32_matmul_flops"] = 2 * 8192 ** 3 / timed(lambda: a @ a, 10)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    out["tf32_matmul_flops"] = 2 * 8192 ** 3 / timed(lambda: a @ a, 10)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--kernelbench", type=Path, required=True)
+    ap.add_argument("--kernelbench", type=Path, default=None)
+    ap.add_argument("--probe-gpu", action="store_true", help="measure the profile's figures on this CUDA GPU")
     ap.add_argument("--profile", default="h200")
     ap.add_argument("--measured", type=Path, nargs="+", default=None,
                     help="verifier_bench.py --out JSON(s) from an H200 (later files win for a label)")
     ap.add_argument("--problems", default="", help="comma list (default: every honest candidate)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
+    if a.probe_gpu:
+        print(json.dumps(probe_gpu(), indent=1))
+        return 0
+    if a.kernelbench is None:
+        ap.error("--kernelbench is required")
     only = {x.strip() for x in a.problems.split(",") if x.strip()}
     rows = []
     torch.set_num_threads(1)
