@@ -249,7 +249,7 @@ def _trace_buffer(v: Any) -> dict[str, Any]:
     if kind == "input":
         _keys(v, {"kind", "index"})
         return {"kind": "input", "index": _int(0, MAX_LIST)(v.get("index"))}
-    if kind in ("state", "fresh"):
+    if kind in ("state", "fresh", "literal"):
         _keys(v, {"kind", "nbytes"})
         return {"kind": kind, "nbytes": _int(0, 1 << 40)(v.get("nbytes"))}
     raise ProtocolError(f"unknown buffer kind {_show(kind)}")

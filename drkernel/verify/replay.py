@@ -130,13 +130,13 @@ class Replay:
                 if buf["index"] >= len(inputs) or not isinstance(inputs[buf["index"]], torch.Tensor):
                     raise ReplayFailed(f"buffer {bid} names input {buf['index']}, which is not a tensor")
                 self.storages[bid] = inputs[buf["index"]].untyped_storage()
-            elif buf["kind"] == "state":
+            elif buf["kind"] in ("state", "literal"):
                 n = buf["nbytes"]
                 data = payload[offset:offset + n]
                 offset += n
                 if len(data) != n:
                     raise ReplayFailed("the payload is shorter than the state it declares")
-                if hashlib.blake2b(data, digest_size=32).hexdigest() not in state_ok:
+                if buf["kind"] == "state" and hashlib.blake2b(data, digest_size=32).hexdigest() not in state_ok:
                     raise ReplayFailed(f"state buffer {bid} was not committed at load (made after the inputs?)")
                 self.storages[bid] = torch.frombuffer(bytearray(data), dtype=torch.uint8).untyped_storage() \
                     if n else torch.UntypedStorage(0)

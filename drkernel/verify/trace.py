@@ -8,7 +8,9 @@ carries data-dependent literals replays wrong, and that is a fail.
 
 Trace format (JSON, validated by protocol.validate_trace):
 - buffers: id -> {"kind": "input", "index": i} | {"kind": "state", "nbytes": n} (bytes in the payload,
-  in id order; their digests were committed at load, before any input existed) | {"kind": "fresh",
+  in id order; their digests were committed at load, before any input existed) | {"kind": "literal",
+  "nbytes": n} (bytes in the payload: a tensor made from host data in the forward, torch.tensor([...]);
+  no digest: made from the inputs the trace saw, it is wrong for the replay's) | {"kind": "fresh",
   "nbytes": n} (made by an event of this trace).
 - events: {"op": "alloc", "buf": id, "nbytes": n} | {"op": "aten", "name": "aten::add.Tensor", "args":
   [...], "kwargs": {...}, "outs": [ref | null ...]} | {"op": "launch", "kernel": name, "grid": [x, y, z],
@@ -153,6 +155,14 @@ class TraceRecorder(TorchDispatchMode):
         if self.in_launch:
             return func(*args, **kwargs)
         name = op_name(func)
+        if name == "aten::lift_fresh":  # torch.tensor([...]): host data; believed only as a literal
+            out = func(*args, **kwargs)
+            ptr = out.untyped_storage().data_ptr()
+            if ptr not in self.by_storage:
+                bid = self._new(ptr, {"kind": "literal", "nbytes": out.untyped_storage().nbytes()})
+                self.state_tensors[bid] = out
+                self.keep.append(out.untyped_storage())
+            return out
         if is_free(func) and name not in ALLOC_OPS:
             return func(*args, **kwargs)
         if name in ALLOC_OPS:

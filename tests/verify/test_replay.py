@@ -186,12 +186,22 @@ def test_work_done_on_the_host_and_passed_as_a_literal_fails(tmp_path, source):
     assert m["verdict"] == "mismatch" and "never saw" in m["message"]
 
 
-def test_tensor_made_outside_the_dispatcher_cannot_be_traced(tmp_path):
-    from drkernel.verify.trace import TraceError
-
+def test_work_done_in_numpy_is_a_literal_and_fails(tmp_path):
+    """torch.from_numpy hands the result in as host data: a literal, right only for the traced inputs."""
     assert check_source(NUMPY_HOST).passed
-    with pytest.raises(TraceError, match="neither an input"):
-        trace_locally(VECTOR_REF, NUMPY_HOST, str(tmp_path))
+    m = model_candidate(**trace_locally(VECTOR_REF, NUMPY_HOST, str(tmp_path)), options=OPTS)
+    assert m["verdict"] == "mismatch" and "never saw" in m["message"]
+
+
+def test_tensor_from_outside_the_forward_cannot_be_traced():
+    import torch
+
+    from drkernel.verify.trace import TraceError, TraceRecorder
+
+    hidden = torch.randn(4)  # neither an input, committed state, nor made in the forward
+    recorder = TraceRecorder([torch.randn(4)], {})
+    with recorder, pytest.raises(TraceError, match="neither an input"):
+        recorder.ref(hidden)
 
 
 def test_reading_outside_the_reported_buffers_fails(tmp_path):
@@ -356,3 +366,49 @@ def test_work_hidden_in_an_operator_without_a_cost_model_fails(tmp_path):
     assert check_source(CDIST_MATMUL).passed
     m = model_candidate(**trace_locally(MATMUL_REF, CDIST_MATMUL, str(tmp_path)), options=OPTS)
     assert m["verdict"] == "mismatch" and "no cost model" in m["message"]
+
+
+CONST_CHAIN = HEAD + """
+@triton.jit
+def affine_relu_kernel(x, ab, o, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    a = tl.load(ab)
+    b = tl.load(ab + 1)
+    tl.store(o + offs, tl.maximum(tl.load(x + offs, mask=m) * a + b, 0.0), mask=m)
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        ab = torch.tensor([2.0, 1.0])
+        out = torch.empty_like(x)
+        affine_relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, ab, out, x.numel(), BLOCK=1024)
+        return out
+"""
+
+# The answer computed on the host and handed over as a literal tensor (torch.tensor of a Python list).
+HOST_LITERAL_TENSOR = HEAD + """
+@triton.jit
+def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(dst + offs, tl.load(src + offs, mask=m), mask=m)
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        done = torch.tensor([sum(x.tolist())], dtype=x.dtype)
+        out = torch.empty(1, dtype=x.dtype)
+        copy_kernel[(1,)](done, out, 1, BLOCK=16)
+        return out
+"""
+
+
+def test_constant_tensor_made_in_the_forward_is_a_literal(tmp_path):
+    m = model_candidate(**trace_locally(CHAIN_REF, CONST_CHAIN, str(tmp_path)), options=OPTS)
+    assert m["verdict"] == "match", m["message"]
+    assert m["cand"]["launches"] == 1 and m["cand_s"] < m["ref_s"]
+
+
+def test_answer_handed_over_as_a_literal_tensor_fails(tmp_path):
+    assert check_source(HOST_LITERAL_TENSOR).passed
+    m = model_candidate(**trace_locally(SUM_REF, HOST_LITERAL_TENSOR, str(tmp_path)), options=OPTS)
+    assert m["verdict"] == "mismatch" and "never saw" in m["message"]

@@ -52,7 +52,9 @@ def test_host_work_passed_as_a_literal_fails_only_under_the_model(verifier):
     assert any(c.name == "cpu_model_replay" and not c.passed for c in r.checks)
 
 
-def test_tensor_made_off_the_dispatcher_fails_the_trace(verifier):
+def test_work_done_in_numpy_fails_the_replay(verifier):
+    measured = verifier.verify(REFERENCE, NUMPY_HOST, MODEL.model_copy(update={"timing": "measured"}))
+    assert measured.correct  # right outputs and a Triton launch every call: only the model sees the host work
     r = verifier.verify(REFERENCE, NUMPY_HOST, MODEL)
     assert r.status == "ok" and not r.correct and r.reward == 0.0
-    assert r.error.kind == "runtime" and "cannot be traced" in r.error.message
+    assert r.error.kind == "output_mismatch" and "never saw" in r.error.message
