@@ -51,3 +51,22 @@ def test_candidate_fault_text_is_not_taken_for_out_of_memory(verifier) -> None:
     assert r.status == "ok" and r.reward == 0.0 and r.error is not None and r.error.kind == "runtime", r.error
     # Nothing ran out of memory: the message is the candidate's; an exclusive re-run must not follow from it.
     assert not _out_of_memory(r), r.error.message
+
+
+# Options the caller may choose (memory_limit_mb is 256 MB to 64 GB); at the default 16 GB the same window opens for
+# references whose forward holds about 0.3 x the limit (multi-gigabyte problems).
+BALLAST_OPTIONS = VerifyOptions(device="cpu", timing="cpu_model", num_correct_trials=1, measure_coverage=False,
+                                memory_limit_mb=2048, timeout_s=300)
+BALLAST_HOLE = ("the replay child reads the candidate's trace payload (capped only at memory_limit_mb) before it runs "
+                "the reference, and reports any exception there as the reference's: a failing trace plus 400 MB of "
+                "committed state becomes infra_error (issue 13 red team)")
+
+
+@pytest.mark.parametrize("ballast_mb", [1, pytest.param(400, marks=pytest.mark.xfail(strict=True,
+                                                                                  reason=BALLAST_HOLE))])
+def test_trace_ballast_cannot_turn_a_failing_trace_into_infra(verifier, ballast_mb: int) -> None:
+    candidate = _src("cpu_model_ballast.py").replace("torch.zeros(1 << 20,", f"torch.zeros({ballast_mb} << 20,")
+    r = verifier.verify((HERE / "ref_big_temporary.py").read_text(), candidate, BALLAST_OPTIONS)
+    # Correct on every real call; its trace, replayed on unseen inputs, is wrong: a fail, whatever it carries.
+    assert r.status == "ok" and r.reward == 0.0 and r.error is not None, (r.status, r.error)
+    assert r.error.kind == "output_mismatch" and "cpu model" in r.error.message, r.error
