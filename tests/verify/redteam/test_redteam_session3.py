@@ -1,7 +1,7 @@
 """Red-team findings against this session's verifier changes (issue 8: device memory; issue 13: CPU cost model).
 
-Each test asserts what a correct verifier does and fails today, so it is xfail(strict=True): the suite stays
-green and the test turns XPASS (a failure) once the hole is closed, the signal to drop the marker.
+Each test asserts what a correct verifier does; those that fail today are xfail(strict=True), so the suite stays
+green and a test turns XPASS (a failure) once its hole is closed, the signal to drop the marker.
 """
 
 from __future__ import annotations
