@@ -27,7 +27,8 @@ def test_a_passing_comparison_has_no_message_and_the_documented_stats():
         ([torch.ones(2)], [torch.ones(2), torch.ones(2)], "output count 2 != reference 1"),
         ([torch.ones(2)], [3], "output is int, reference is a tensor"),
         ([torch.ones(2)], [torch.ones(3)], "output shape (3,) != reference (2,)"),
-        ([torch.ones(2)], [torch.ones(2, dtype=torch.float64)], "output dtype torch.float64 != reference torch.float32"),
+        ([torch.ones(2)], [torch.ones(2, dtype=torch.float64)],
+         "output dtype torch.float64 != reference torch.float32"),
         ([torch.ones(2), torch.ones(2)], [torch.ones(2), torch.ones(1, 2)], "output[1] shape (1, 2) != reference (2,)"),
         ([torch.ones(2), 1.0], [torch.ones(2), 2.0], "output[1] = 2.0, reference 1.0"),
         ([1], [2], "output = 2, reference 1"),
@@ -144,7 +145,8 @@ def test_float_scalars(r, c, atol, rtol, mode, passes):
 
 def test_identical():
     nan = float("nan")
-    assert tensors.identical([torch.tensor([1.0, nan]), torch.arange(3), "x"], [torch.tensor([1.0, nan]), torch.arange(3), "x"])
+    same = [torch.tensor([1.0, nan]), torch.arange(3), "x"]
+    assert tensors.identical(same, [torch.tensor([1.0, nan]), torch.arange(3), "x"])
     for a, b in [
         ([torch.ones(2)], [torch.ones(2), torch.ones(2)]),
         ([torch.ones(1)], [1.0]),

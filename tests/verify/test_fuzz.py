@@ -96,7 +96,8 @@ def test_huge_but_valid_source_is_judged(verifier) -> None:
 # (case id, reference source, what the error message names)
 BROKEN_REFERENCES = [
     ("syntax", REF.replace("def forward(self, x", "def forward(self x"), "failed to load: SyntaxError"),
-    ("get_inputs_raises", REF.replace("return [torch.randn(4096), torch.randn(4096)]", "raise RuntimeError('no inputs')"),
+    ("get_inputs_raises",
+     REF.replace("return [torch.randn(4096), torch.randn(4096)]", "raise RuntimeError('no inputs')"),
      "get_inputs failed: RuntimeError: no inputs"),
     ("no_model_class", REF.replace("class Model(", "class Modle("), "no attribute 'Model'"),
     ("empty", "", "no attribute 'get_init_inputs'"),

@@ -44,7 +44,8 @@ def expected_hacks(source: str) -> list[tuple[int, str]]:
         elif isinstance(node, ast.Call):
             found += [(node.lineno, s) for k in node.keywords if k.arg in HACK_FIELDS for s in _strings(k.value)]
             if isinstance(node.func, ast.Name) and node.func.id == "Expect" and len(node.args) >= 4:
-                found += [(node.lineno, s) for s in _strings(node.args[3])]  # Expect(problem, compiled, correct, hack, ...)
+                # Expect(problem, compiled, correct, hack, error)
+                found += [(node.lineno, s) for s in _strings(node.args[3])]
     return found
 
 
