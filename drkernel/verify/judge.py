@@ -306,14 +306,17 @@ class Judge:
         ch.reply("staged")
 
     def send_stage(self, ch: Channel, sets: list[list[Any]], reuse: bool = False) -> None:
-        """Hand input sets to a runner (its reply is read by the caller). On CUDA the new values go into the
-        sets the runner already holds when they fit (same storage, new values: a cache keyed on data_ptr
-        replays stale outputs and fails the every-call check); otherwise fresh copies are shared, the
-        candidate's from the private pool. `reuse` asks for the same storage (re-validation)."""
+        """Hand input sets to a runner (its reply is read by the caller). On CUDA the new values of a one-set
+        round go into the set the runner already holds when it fits (same storage, new values: a cache keyed
+        on data_ptr replays stale outputs and fails the every-call check); otherwise fresh copies are shared,
+        the candidate's from the private pool. `reuse` asks for the same storage (re-validation)."""
         ch.into_bound = False  # new inputs: outputs are in the bound buffers only once a run wrote them
         if self.ipc:
             held = self.held[id(ch)]
-            if _fits(held, sets):
+            # Refilled in place only for one-call rounds (or re-validation): with several calls per round, a
+            # candidate that kept the tensors of the sets it held could compute every call of the round in its
+            # first one, as soon as all sets are refilled; fresh tensors each round name nothing in advance.
+            if _fits(held, sets) and (len(sets) == 1 or reuse):
                 with torch.no_grad():
                     for old, new in zip(held, sets):
                         for a, b in zip(old, new):
@@ -324,6 +327,7 @@ class Judge:
                 return
             if reuse and held:
                 raise Infra("infra", "re-validation input sets do not fit the storage the candidate holds")
+            torch.cuda.ipc_collect()  # sets a runner has let go of since it got newer ones
             ctx = torch.cuda.use_mem_pool(self.pool) if not ch.trusted else _nullcontext()
             with ctx:
                 held = [[x.clone() if isinstance(x, torch.Tensor) else x for x in s] for s in sets]
@@ -704,11 +708,12 @@ class Judge:
         that does not reproduce the reference fails the candidate: the trace left work out."""
         self.enter("timing")
         t0 = time.perf_counter()
+        self.replay.order("reference", fresh_seed())  # counted before any of the candidate's bytes reach it
         self.stage(self.cand, self.make_sets([fresh_seed()]))
         self.cand.order("trace")
         trace, payload = self.cand.reply("trace", self.o["memory_limit_mb"] << 20)
         trace = {k: v for k, v in trace.items() if k not in ("type", "payload")}
-        self.replay.order("replay", fresh_seed(), trace, bytes(payload), self.committed)
+        self.replay.order("replay", trace, bytes(payload), self.committed)
         try:
             m, _ = self.replay.reply("modelled")
         except CandidateGone as e:

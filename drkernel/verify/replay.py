@@ -308,8 +308,9 @@ def _summary(d: dict[str, Any]) -> dict[str, float]:
 
 
 def main(spec: dict[str, Any], conn: Any) -> None:
-    """Entry point of the replay child (a fork of the warm fork-server): the reference first, then the
-    candidate's kernels, on the order the judge sends once it holds the trace."""
+    """Entry point of the replay child (a fork of the warm fork-server): the reference on the judge's first
+    order (its seed), then the candidate's trace on the second. A failure before the trace arrives is the
+    reference's (infra); any after it, the candidate's."""
     from drkernel.verify.devices import env_for, make_backend
     from drkernel.verify.sandbox import capture_output, isolate
 
@@ -322,10 +323,10 @@ def main(spec: dict[str, Any], conn: Any) -> None:
         model = problem.build_model(getattr(module, spec["entry_point"]), args, kwargs, backend)
         with open(spec["candidate_path"]) as f:
             source = f.read()
-        order = conn.recv()
-        _, seed, trace, payload, committed = order
+        _, seed = conn.recv()  # ("reference", seed): before the trace, so nothing of the candidate's is here yet
         inputs = problem.make_inputs(module, seed, backend)
         ref_out, ref_counts = count_reference(model, inputs)
+        del model
     except (EOFError, OSError):
         return
     except Exception as e:
@@ -333,7 +334,8 @@ def main(spec: dict[str, Any], conn: Any) -> None:
                              "message": f"reference: {type(e).__name__}: {e}"[:500],
                              "cand_s": 0.0, "ref_s": 0.0, "cand": {}, "ref": {}, "launches": []})
         return
-    try:
+    try:  # from here on every failure is the trace's: its payload, its kernels, its memory
+        _, trace, payload, committed = conn.recv()
         reply = model_candidate(trace, payload, committed, source, spec["workdir"], inputs, ref_out, ref_counts,
                                 spec["options"])
     except Exception as e:  # a replay that breaks the trusted side's code is still the candidate's trace
