@@ -22,6 +22,11 @@ from drkernel.verify.devices import env_for, make_backend
 from drkernel.verify.runner import Fault, Observer, Runner, classify, flatten, short
 from drkernel.verify.sandbox import capture_output, isolate
 
+# The candidate's share of an NVIDIA device (torch's caching allocator refuses more): beside the judge's
+# admission estimate, so a candidate that tries to fill the device runs out itself (reward 0) and neither
+# the judge, the reference nor a neighbouring evaluation is starved into a masked or zero verdict.
+CANDIDATE_MEMORY_SHARE = 0.3
+
 
 def _coverage_fn(observer: Observer, backend: Any,
                  model: Any) -> Callable[[list[Any]], tuple[dict[str, Any], list[Any]]]:
@@ -43,8 +48,11 @@ def main(spec: dict[str, Any], conn: Any) -> None:
                          memory_limit_mb=spec["memory_limit_mb"], env=env_for(spec["device"]))
         layers["preloaded"] = "yes" if preload.preloaded() else "NO (fork-server preload failed)"
         capture_output(spec["workdir"])
-        protocol.send(conn, {"type": "isolation", "layers": layers})
         backend = make_backend(spec["device"])
+        if spec["device"] == "cuda":  # a candidate that hogs the device fails itself, not the judge or a neighbour
+            backend.torch.cuda.set_per_process_memory_fraction(CANDIDATE_MEMORY_SHARE)
+            layers["device_memory_cap"] = f"{CANDIDATE_MEMORY_SHARE:.0%} of the device"
+        protocol.send(conn, {"type": "isolation", "layers": layers})
     except Exception as e:
         protocol.send(conn, {"type": "reference_failed", "message": f"candidate sandbox setup failed: {short(e)}"})
         return

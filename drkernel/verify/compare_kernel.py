@@ -43,13 +43,15 @@ def _compare_block(r_ptr, c_ptr, part_ptr, n, atol, rtol, BLOCK: tl.constexpr):
     nan_bad = tl.sum((mask & c_nan & ~r_nan).to(tl.float32), axis=0)
     inf_bad = tl.sum((mask & c_inf & ~r_inf).to(tl.float32), axis=0)
     not_close = tl.sum((mask & ~close).to(tl.float32), axis=0)
+    d64 = d.to(tl.float64)  # squares of large outputs overflow float32
+    r64 = rr.to(tl.float64)
     row = part_ptr + pid.to(tl.int64) * 6
-    tl.store(row, nan_bad)
-    tl.store(row + 1, inf_bad)
-    tl.store(row + 2, not_close)
-    tl.store(row + 3, tl.max(tl.abs(d), axis=0))
-    tl.store(row + 4, tl.sum(d * d, axis=0))
-    tl.store(row + 5, tl.sum(rr * rr, axis=0))
+    tl.store(row, nan_bad.to(tl.float64))
+    tl.store(row + 1, inf_bad.to(tl.float64))
+    tl.store(row + 2, not_close.to(tl.float64))
+    tl.store(row + 3, tl.max(tl.abs(d), axis=0).to(tl.float64))
+    tl.store(row + 4, tl.sum(d64 * d64, axis=0))
+    tl.store(row + 5, tl.sum(r64 * r64, axis=0))
 
 
 def eligible(r: torch.Tensor, c: torch.Tensor) -> bool:
@@ -64,9 +66,8 @@ def stats(r: torch.Tensor, c: torch.Tensor, atol: float, rtol: float) -> tuple[i
     rf, cf = r.contiguous().reshape(-1), c.contiguous().reshape(-1)
     n = rf.numel()
     blocks = triton.cdiv(n, BLOCK)
-    parts = torch.empty((blocks, COLUMNS), dtype=torch.float32, device=rf.device)
-    _compare_block[(blocks,)](rf, cf, parts, n, float(atol), float(rtol), BLOCK=BLOCK)
-    p = parts.double()
+    p = torch.empty((blocks, COLUMNS), dtype=torch.float64, device=rf.device)
+    _compare_block[(blocks,)](rf, cf, p, n, float(atol), float(rtol), BLOCK=BLOCK)
     nan_bad, inf_bad, not_close, worst, err2, ref2 = torch.stack([
         p[:, 0].sum(), p[:, 1].sum(), p[:, 2].sum(), p[:, 3].max(), p[:, 4].sum(), p[:, 5].sum()]).tolist()
     return int(nan_bad), int(inf_bad), not_close == 0, worst, err2 ** 0.5, ref2 ** 0.5

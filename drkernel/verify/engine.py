@@ -180,13 +180,14 @@ class Verifier:
             kernels = list(result.triton_kernels)
         else:
             v.check("static_gate", True, "bypassed (test-only entry point)")
-        with self._admission.shared():
+        with self._admission.shared() as slot:
             result = self._guarded(reference, candidate, options, Verdict.from_json(v.as_json()), kernels, t0)
-        if self.device != "cpu" and _out_of_memory(result):
+        if self.device != "cpu" and (_out_of_memory(result) or (slot.shared and _candidate_out_of_memory(result))):
             # Device memory is shared by the evaluations running at once: when the judge or the reference ran
-            # out of it, the evaluation is judged again with the device to itself, and only that verdict counts.
-            # A candidate process that runs out is a candidate fault (reward 0): running out on purpose must not
-            # turn a wrong kernel into a masked sample or buy a re-run.
+            # out of it, or the candidate did while others ran beside it, the evaluation is judged again with the
+            # device to itself, and only that verdict counts. A candidate that runs out alone (under its own cap,
+            # candidate_process.CANDIDATE_MEMORY_SHARE) is a candidate fault, reward 0: running out on purpose
+            # neither masks a wrong kernel nor, alone, buys a re-run.
             with self._admission.exclusive():
                 result = self._guarded(reference, candidate, options, Verdict.from_json(v.as_json()), kernels, t0)
             result.details["oom_retry"] = "ran out of device memory beside other evaluations; judged again alone"
@@ -411,6 +412,13 @@ class _DeviceMemory:
             self._cond.notify_all()
 
 
+class _Slot:
+    """One evaluation's admission; `shared` once any other evaluation overlapped it."""
+
+    def __init__(self) -> None:
+        self.shared = False
+
+
 class _Admission:
     """Up to `slots` evaluations share the device; an exclusive one waits until none runs and holds new
     ones back while it waits and runs."""
@@ -418,17 +426,25 @@ class _Admission:
     def __init__(self, slots: int) -> None:
         self._cond = threading.Condition()
         self._slots, self._active, self._exclusive, self._waiting = slots, 0, False, 0
+        self._live: set[_Slot] = set()
 
     @contextlib.contextmanager
-    def shared(self) -> Iterator[None]:
+    def shared(self) -> Iterator[_Slot]:
+        """A slot; its `shared` turns true once another evaluation ran at the same time."""
+        slot = _Slot()
         with self._cond:
             self._cond.wait_for(lambda: not self._exclusive and not self._waiting and self._active < self._slots)
             self._active += 1
+            self._live.add(slot)
+            if len(self._live) > 1:
+                for other in self._live:
+                    other.shared = True
         try:
-            yield
+            yield slot
         finally:
             with self._cond:
                 self._active -= 1
+                self._live.discard(slot)
                 self._cond.notify_all()
 
     @contextlib.contextmanager
@@ -453,6 +469,15 @@ def _out_of_memory(result: VerifyResult) -> bool:
         return False
     message = (result.error.message if result.error else "").lower()
     return any(m in message for m in ("outofmemoryerror", "out of memory", "out of device memory"))
+
+
+def _candidate_out_of_memory(result: VerifyResult) -> bool:
+    """The candidate's process reported running out of device memory. Its own text, so it is only used to judge
+    an evaluation again alone when the device was shared (the most a false claim buys is that one re-run)."""
+    if result.status != "ok" or not result.error or result.error.kind != "runtime":
+        return False
+    message = result.error.message.lower()
+    return "outofmemoryerror" in message or "out of memory" in message
 
 
 def _remove_ipc_files(pid: int | None) -> None:

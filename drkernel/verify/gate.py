@@ -71,6 +71,8 @@ DENIED_ATTRS = frozenset(
         "get_type_hints", "get_args", "get_origin", "mro",
         # files and loaders on any object (`ndarray.tofile`, `Storage.from_file`, `torch.ops.import_module`)
         "tofile", "fromfile", "from_file", "dump", "dumps", "save", "import_module", "ctypes",
+        # the candidate's device-memory cap (candidate_process) is the harness's to set
+        "set_per_process_memory_fraction",
     }
 )
 # Private library helpers honest PyTorch code calls (nn.Linear's own init recipe, conv argument helpers).

@@ -6,6 +6,7 @@ imported); on the H200 the same kernel runs compiled inside every large comparis
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -45,6 +46,9 @@ out["opposite_inf"] = [list(compare_kernel.stats(ref_special, opposite, 1e-2, 1e
 r_big, c_big = r.clone(), r.clone()
 r_big[11], c_big[11] = 100.0, 101.02  # |d| = 1.02: above atol + rtol*|r| = 1.01, below atol + rtol*|c|
 out["borderline"] = [list(compare_kernel.stats(r_big, c_big, 1e-2, 1e-2)), torch_way(r_big, c_big, 1e-2, 1e-2)]
+huge = r * 1e18  # squares beyond float32's range: the sums must not overflow
+out["huge"] = [list(compare_kernel.stats(huge, huge * (1 + 1e-3), 1e-2, 1e-2)),
+               torch_way(huge, huge * (1 + 1e-3), 1e-2, 1e-2)]
 h = r.half()
 out["half"] = [list(compare_kernel.stats(h, (r + 2e-3).half(), 1e-2, 1e-2)), torch_way(h, (r + 2e-3).half(), 1e-2, 1e-2)]
 print(json.dumps(out))
@@ -72,4 +76,5 @@ def test_kernel_matches_torch_formulation():
     assert out["nan"][0][0] == 2 and out["inf"][0][1] == 1
     assert out["both_special"][0][:3] == [0, 0, True]
     assert out["opposite_inf"][0][2] is False
+    assert out["huge"][0][2] is True and math.isfinite(out["huge"][0][4]) and out["huge"][0][4] > 0
     assert out["borderline"][0][2] is False  # the tolerance scales with the reference, not the candidate

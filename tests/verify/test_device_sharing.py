@@ -10,7 +10,7 @@ import time
 import torch
 
 from drkernel.verify import protocol
-from drkernel.verify.engine import _Admission, _DeviceMemory, _out_of_memory
+from drkernel.verify.engine import _Admission, _candidate_out_of_memory, _DeviceMemory, _out_of_memory
 from drkernel.verify.judge import _bound_fits, _fits
 from drkernel.verify.result import ErrorInfo, VerifyResult
 
@@ -85,12 +85,38 @@ def test_shared_slots_are_bounded():
     a.__enter__()
     b.__enter__()
     got = []
-    t = _later(lambda: adm.shared().__enter__() or got.append(1))
+
+    def enter() -> None:
+        adm.shared().__enter__()
+        got.append(1)
+
+    t = _later(enter)
     time.sleep(0.2)
     assert not got
     a.__exit__(None, None, None)
     t.join(5)
     assert got == [1]
+
+
+def test_a_slot_knows_whether_another_evaluation_overlapped_it():
+    adm = _Admission(4)
+    with adm.shared() as alone:
+        pass
+    assert not alone.shared
+    with adm.shared() as first:
+        with adm.shared() as second:
+            pass
+        assert first.shared and second.shared
+    with adm.shared() as later:
+        pass
+    assert not later.shared
+
+
+def test_a_candidates_out_of_memory_is_its_own_text_and_counts_only_on_a_shared_device():
+    said = VerifyResult(error=ErrorInfo(kind="runtime", message="RuntimeError: CUDA out of memory. Tried to allocate"))
+    assert _candidate_out_of_memory(said)
+    assert not _out_of_memory(said)  # alone, it stands as the candidate's fault: no re-run
+    assert not _candidate_out_of_memory(VerifyResult(error=ErrorInfo(kind="output_mismatch", message="out of memory")))
 
 
 def test_out_of_memory_is_recognised_only_from_the_trusted_side():
