@@ -78,7 +78,7 @@ def _cluster_processes(mark: re.Pattern) -> list[psutil.Process]:
 def two_node_cluster(ray_cluster, tmp_path_factory):
     """Depends on the session cluster so that a Ray holding the default ports is always up beside this one."""
     temp_dir = tmp_path_factory.mktemp("raytmp")
-    gcs, dashboard, client, *ports = _ports(15)
+    gcs, dashboard, client, serve_http, *ports = _ports(16)
     # Ray 2.60's `ray start` turns token auth on; the job's `python` is the cluster's, so the venv leads PATH.
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {
         "RAY_AUTH_MODE": "token", "PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0",
@@ -91,7 +91,7 @@ def two_node_cluster(ray_cluster, tmp_path_factory):
         assert head.returncode == 0, head.stderr[-3000:]
         worker = _ray("start", f"--address=127.0.0.1:{gcs}", "--num-cpus=2", *_node_ports(ports[6:12]), env=env)
         assert worker.returncode == 0, worker.stderr[-3000:]
-        yield {"address": f"http://127.0.0.1:{dashboard}", "env": env}
+        yield {"address": f"http://127.0.0.1:{dashboard}", "env": env, "serve_http": serve_http}
     finally:
         procs = _cluster_processes(mark)
         for proc in procs:
@@ -145,7 +145,8 @@ def test_submitted_job_runs_on_two_nodes_and_stop_leaves_nothing(two_node_cluste
     cluster = two_node_cluster
     before = _engines_and_forkservers()
 
-    job = _submit(cluster, [*overrides, f"trainer.total_steps={STEPS}", f"trainer.output_dir={tmp_path / 'run'}"])
+    job = _submit(cluster, [*overrides, f"trainer.total_steps={STEPS}", f"trainer.output_dir={tmp_path / 'run'}",
+                            f"policy.http_port={cluster['serve_http']}"])  # Serve's default 8000 may be taken
     deadline = time.monotonic() + 600
     while f"step 1/{STEPS}" not in (logs := _logs(cluster, job)):
         assert _status(cluster, job) in ("PENDING", "RUNNING"), logs[-4000:]
