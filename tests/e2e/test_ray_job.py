@@ -161,4 +161,5 @@ def test_submitted_job_runs_on_two_nodes_and_stop_leaves_nothing(two_node_cluste
     deadline = time.monotonic() + 60
     while _engines_and_forkservers() - before and time.monotonic() < deadline:
         time.sleep(1)
-    assert not _engines_and_forkservers() - before, "engines or fork-servers outlived `ray job stop`"
+    left = sorted(_engines_and_forkservers() - before)
+    assert not left, f"engines or fork-servers outlived `ray job stop`: {left}"
