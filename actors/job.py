@@ -86,20 +86,34 @@ def group_sample(group: FinishedGroup, limit_chars: int = 2000) -> dict[str, Any
     turns = []
     for t in traj.turns:
         verdict = t.verdict or {}
-        turns.append({
-            "turn": t.index, "version": t.policy_version, "reward": t.reward, "masked": t.masked,
-            "kernel": (t.code or "")[:limit_chars], "feedback": (t.feedback or "")[:limit_chars],
-            "verdict": {k: verdict.get(k) for k in ("status", "compiled", "correct", "hack", "speedup", "coverage")}
-            | {"error": (verdict.get("error") or {}).get("kind")},
-        })
+        turns.append(
+            {
+                "turn": t.index,
+                "version": t.policy_version,
+                "reward": t.reward,
+                "masked": t.masked,
+                "kernel": (t.code or "")[:limit_chars],
+                "feedback": (t.feedback or "")[:limit_chars],
+                "verdict": {k: verdict.get(k) for k in ("status", "compiled", "correct", "hack", "speedup", "coverage")}
+                | {"error": (verdict.get("error") or {}).get("kind")},
+            }
+        )
     return {"group_id": group.group_id, "task_uid": group.task_uid, "end_reason": traj.end_reason, "turns": turns}
 
 
 class _Gauges:
     """The per-step numbers on the Ray dashboard (ray.util.metrics, exported by every node's agent)."""
 
-    KEYS = ("rollout/reward_mean", "rollout/correct_rate", "rollout/fast1", "staleness/max", "queue/ready",
-            "throughput/tokens_per_s", "weight_sync/total_s", "trainer/version")
+    KEYS = (
+        "rollout/reward_mean",
+        "rollout/correct_rate",
+        "rollout/fast1",
+        "staleness/max",
+        "queue/ready",
+        "throughput/tokens_per_s",
+        "weight_sync/total_s",
+        "trainer/version",
+    )
 
     def __init__(self) -> None:
         from ray.util.metrics import Gauge
@@ -115,9 +129,16 @@ class _Gauges:
 def absolute_paths(cfg: TrainConfig) -> TrainConfig:
     """The config with every path made absolute: actors and replicas do not run in the driver's cwd."""
     data = cfg.model_dump()
-    for section, key in (("trainer", "output_dir"), ("sft", "output_dir"), ("model", "output_dir"),
-                         ("policy", "model_path"), ("rl_data", "prompt_file"), ("sft", "base_model"),
-                         ("data", "tasks_dir"), ("data", "sft_file")):
+    for section, key in (
+        ("trainer", "output_dir"),
+        ("sft", "output_dir"),
+        ("model", "output_dir"),
+        ("policy", "model_path"),
+        ("rl_data", "prompt_file"),
+        ("sft", "base_model"),
+        ("data", "tasks_dir"),
+        ("data", "sft_file"),
+    ):
         if data[section].get(key):
             data[section][key] = str(Path(data[section][key]).expanduser().resolve())
     return TrainConfig.model_validate(data)
@@ -150,23 +171,33 @@ class TrainJob:
         if self.address:
             ray.init(address=self.address, log_to_driver=True)
         else:  # a private cluster: never attach to a stranger's ("auto" would)
-            ray.init(address="local", num_cpus=max(os.cpu_count() or 1, math.ceil(self.reserved_cpus())),
-                     runtime_env={"env_vars": {"PYTHONPATH": _worker_pythonpath()}}, log_to_driver=True)
+            ray.init(
+                address="local",
+                num_cpus=max(os.cpu_count() or 1, math.ceil(self.reserved_cpus())),
+                runtime_env={"env_vars": {"PYTHONPATH": _worker_pythonpath()}},
+                log_to_driver=True,
+            )
             self._started_ray = True
         ray.data.DataContext.get_current().enable_progress_bars = False
 
     def reserved_cpus(self) -> float:
         """Ray CPUs this job's actors and replicas reserve (a private cluster gets at least this many)."""
         c = self.cfg
-        return (c.policy.num_replicas * c.policy.cpus_per_replica + c.verifier.num_replicas * c.verifier.cpus_per_replica
-                + c.trainer.num_workers * c.trainer.cpus_per_worker + c.rollout.num_workers * c.rollout.cpus_per_worker)
+        return (
+            c.policy.num_replicas * c.policy.cpus_per_replica
+            + c.verifier.num_replicas * c.verifier.cpus_per_replica
+            + c.trainer.num_workers * c.trainer.cpus_per_worker
+            + c.rollout.num_workers * c.rollout.cpus_per_worker
+        )
 
     def _deploy(self, name: str, app: Any, route_prefix: str | None) -> None:
         if name in serve.status().applications:
             if not self.resume:
-                raise RuntimeError(f"a Serve app named {name!r} already runs on this cluster; this job deploys its "
-                                   f"own apps and never replaces another's (set policy.app_name / verifier.app_name, "
-                                   f"or --resume to take over the apps a killed run of this job left behind)")
+                raise RuntimeError(
+                    f"a Serve app named {name!r} already runs on this cluster; this job deploys its "
+                    f"own apps and never replaces another's (set policy.app_name / verifier.app_name, "
+                    f"or --resume to take over the apps a killed run of this job left behind)"
+                )
             log.warning("replacing Serve app %s left behind by the run being resumed", name)
         serve.run(app, name=name, route_prefix=route_prefix)
         self._apps.append(name)
@@ -176,19 +207,25 @@ class TrainJob:
         from serve_apps.verifier import VerifierReplica
 
         vc = self.cfg.verifier
-        serve_cfg = VerifierServeConfig.model_validate({
-            "device": vc.device, "max_concurrency": vc.max_concurrency, "cpus_per_replica": vc.cpus_per_replica,
-            "autoscaling": {"min_replicas": vc.num_replicas, "max_replicas": vc.num_replicas},
-            "max_ongoing_requests": max(8, 4 * vc.max_concurrency),
-        })
+        serve_cfg = VerifierServeConfig.model_validate(
+            {
+                "device": vc.device,
+                "max_concurrency": vc.max_concurrency,
+                "cpus_per_replica": vc.cpus_per_replica,
+                "autoscaling": {"min_replicas": vc.num_replicas, "max_replicas": vc.num_replicas},
+                "max_ongoing_requests": max(8, 4 * vc.max_concurrency),
+            }
+        )
         resources = serve_cfg.replica_actor_options()
         if "num_gpus" in resources:
             resources["num_gpus"] = vc.accelerators_per_replica
         elif "resources" in resources:
             resources["resources"] = {"NPU": vc.accelerators_per_replica}
         app = VerifierReplica.options(
-            num_replicas=vc.num_replicas, ray_actor_options=resources,
-            max_ongoing_requests=serve_cfg.max_ongoing_requests, max_queued_requests=-1,
+            num_replicas=vc.num_replicas,
+            ray_actor_options=resources,
+            max_ongoing_requests=serve_cfg.max_ongoing_requests,
+            max_queued_requests=-1,
         ).bind(serve_cfg.model_dump())
         self._deploy(vc.app_name, app, None)  # no HTTP route: HTTP users can never stall training
         return serve.get_deployment_handle("Verifier", app_name=vc.app_name)
@@ -217,20 +254,37 @@ class TrainJob:
 
         self.ranks = create_trainer_group(cfg, model_path)
         max_prompt = cfg.rl_data.max_prompt_tokens or cfg.rollout.max_context_tokens - cfg.rollout.min_generation_tokens
-        self.source = PromptSource.remote(self.prompts, cfg.rl_data.seed, cfg.rl_data.num_epochs, {
-            "skip_invalid": cfg.rl_data.skip_invalid, "max_prompt_tokens": max_prompt, "tokenizer": tokenizer})
+        self.source = PromptSource.remote(
+            self.prompts,
+            cfg.rl_data.seed,
+            cfg.rl_data.num_epochs,
+            {"skip_invalid": cfg.rl_data.skip_invalid, "max_prompt_tokens": max_prompt, "tokenizer": tokenizer},
+        )
         self.queue = TrajectoryQueue.remote(cfg.queue, cfg.trainer.publish_every, self.source)
         self._actors += [self.source, self.queue]
         ray.get([r.attach_policy.remote() for r in self.ranks])
         if checkpoint is not None:
             self._restore(checkpoint)
-        factory = worker_factory(self.queue, self.source, policy, verifier, tokenizer, cfg.rollout,
-                                 cfg.algorithm.reward, verify_options=cfg.verifier.options,
-                                 verify_delay_s=cfg.verifier.injected_latency_s)
+        factory = worker_factory(
+            self.queue,
+            self.source,
+            policy,
+            verifier,
+            tokenizer,
+            cfg.rollout,
+            cfg.algorithm.reward,
+            verify_options=cfg.verifier.options,
+            verify_delay_s=cfg.verifier.injected_latency_s,
+        )
         self.pool = RolloutPool(factory, cfg.rollout.num_workers, self.queue, self.source)
-        self.writer = MetricsWriter(self.out, jsonl=cfg.logging.jsonl, tensorboard=cfg.logging.tensorboard,
-                                    wandb=cfg.logging.wandb, wandb_project=cfg.logging.wandb_project,
-                                    run_config=cfg.model_dump(mode="json"))
+        self.writer = MetricsWriter(
+            self.out,
+            jsonl=cfg.logging.jsonl,
+            tensorboard=cfg.logging.tensorboard,
+            wandb=cfg.logging.wandb,
+            wandb_project=cfg.logging.wandb_project,
+            run_config=cfg.model_dump(mode="json"),
+        )
         self.gauges = _Gauges()
         self.nodes_used = self._placement()
 
@@ -272,8 +326,14 @@ class TrainJob:
         self.step += 1
         self.trained_group_ids += [g.group_id for g in groups]
         lags = [self.version - g.min_version for g in groups]
-        metrics.update({"step": float(self.step), "staleness/max": float(max(lags)),
-                        "staleness/mean": sum(lags) / len(lags), "time/train_s": time.monotonic() - t0})
+        metrics.update(
+            {
+                "step": float(self.step),
+                "staleness/max": float(max(lags)),
+                "staleness/mean": sum(lags) / len(lags),
+                "time/train_s": time.monotonic() - t0,
+            }
+        )
         if self.step % cfg.trainer.publish_every == 0:
             push = (await asyncio.gather(*(r.publish_weights.remote() for r in self.ranks)))[0]
             self.version = int(push["trainer/version"])
@@ -285,15 +345,19 @@ class TrainJob:
         verified = sum(1 for traj in trajectories for t in traj.turns if t.verdict is not None)
         queue = await self.queue.stats.remote()
         metrics.update(await self.source.metrics.remote())
-        metrics.update({
-            "trainer/version": float(self.version), "rollout/tokens": float(tokens),
-            "rollout/verifier_calls": float(verified),
-            "rollout/verifier_s_per_call": sum(verify_s) / max(verified, 1),
-            "throughput/tokens_per_s": (tokens_so_far + tokens) / max(time.monotonic() - t_run, 1e-9),
-            "queue/ready": float(queue.get("ready", queue.get("num_ready", 0))),
-            "queue/running": float(queue.get("running", 0)), "queue/dropped": float(queue.get("dropped", 0)),
-            "time/step_s": time.monotonic() - t0,
-        })
+        metrics.update(
+            {
+                "trainer/version": float(self.version),
+                "rollout/tokens": float(tokens),
+                "rollout/verifier_calls": float(verified),
+                "rollout/verifier_s_per_call": sum(verify_s) / max(verified, 1),
+                "throughput/tokens_per_s": (tokens_so_far + tokens) / max(time.monotonic() - t_run, 1e-9),
+                "queue/ready": float(queue.get("ready", queue.get("num_ready", 0))),
+                "queue/running": float(queue.get("running", 0)),
+                "queue/dropped": float(queue.get("dropped", 0)),
+                "time/step_s": time.monotonic() - t0,
+            }
+        )
         return metrics
 
     async def _run(self) -> None:
@@ -321,11 +385,22 @@ class TrainJob:
             self.writer.write(self.step, metrics)
             self.gauges.set(metrics)
             bar.update()
-            log.info("step %d/%d %s", self.step, cfg.trainer.total_steps, kv({
-                "version": int(self.version), "reward": metrics.get("rollout/reward_mean", 0.0),
-                "correct": metrics.get("rollout/correct_rate", 0.0), "fast1": metrics.get("rollout/fast1", 0.0),
-                "staleness": int(metrics["staleness/max"]), "tok/s": metrics["throughput/tokens_per_s"],
-                "step_s": metrics["time/step_s"]}))
+            log.info(
+                "step %d/%d %s",
+                self.step,
+                cfg.trainer.total_steps,
+                kv(
+                    {
+                        "version": int(self.version),
+                        "reward": metrics.get("rollout/reward_mean", 0.0),
+                        "correct": metrics.get("rollout/correct_rate", 0.0),
+                        "fast1": metrics.get("rollout/fast1", 0.0),
+                        "staleness": int(metrics["staleness/max"]),
+                        "tok/s": metrics["throughput/tokens_per_s"],
+                        "step_s": metrics["time/step_s"],
+                    }
+                ),
+            )
             if self.step % cfg.logging.samples_every == 0:
                 self.writer.write_samples(self.step, [group_sample(g) for g in groups[: cfg.logging.samples_per_dump]])
             if self.step % cfg.trainer.checkpoint_every == 0 or self.step == cfg.trainer.total_steps:
@@ -335,11 +410,17 @@ class TrainJob:
         rollouts.cancel()
 
     async def _checkpoint(self) -> None:
-        extra = {"step": self.step, "version": self.version, "queue": await self.queue.state_dict.remote(),
-                 "trained_group_ids": self.trained_group_ids,
-            "nodes_used": self.nodes_used, "history": self.history}
-        path = (await asyncio.gather(*(r.save_checkpoint.remote(str(self.out / "checkpoints"), extra)
-                                       for r in self.ranks)))[0]
+        extra = {
+            "step": self.step,
+            "version": self.version,
+            "queue": await self.queue.state_dict.remote(),
+            "trained_group_ids": self.trained_group_ids,
+            "nodes_used": self.nodes_used,
+            "history": self.history,
+        }
+        path = (
+            await asyncio.gather(*(r.save_checkpoint.remote(str(self.out / "checkpoints"), extra) for r in self.ranks))
+        )[0]
         log.info("checkpoint %s", path)
 
     def run(self) -> None:

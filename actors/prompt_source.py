@@ -26,8 +26,9 @@ from drkernel.rollout.group import PromptGroup, make_group_id
 class PromptSource:
     """Hands out prompt groups with unique ids and takes back the groups of dead workers."""
 
-    def __init__(self, path: str, seed: int = 0, num_epochs: int | None = None,
-                 stream_options: dict[str, Any] | None = None):
+    def __init__(
+        self, path: str, seed: int = 0, num_epochs: int | None = None, stream_options: dict[str, Any] | None = None
+    ):
         """`stream_options`: PromptStream's keyword options (skip_invalid, max_prompt_tokens, tokenizer, ...)."""
         # One row per pull, so the cursor around each pull names the row's (epoch, position): its group id.
         self._stream = PromptStream(path, batch_size=1, seed=seed, num_epochs=num_epochs, **(stream_options or {}))
@@ -110,8 +111,13 @@ class PromptSource:
         return self._stream.metrics()
 
     def stats(self) -> dict[str, Any]:
-        return {**self._counts, "outstanding": len(self._outstanding), "waiting_reissue": len(self._line),
-                "exhausted": self._exhausted, "cursor": self._stream.state_dict()}
+        return {
+            **self._counts,
+            "outstanding": len(self._outstanding),
+            "waiting_reissue": len(self._line),
+            "exhausted": self._exhausted,
+            "cursor": self._stream.state_dict(),
+        }
 
     def state_dict(self) -> dict[str, Any]:
         """Cursor and the groups out at this instant; on load they are re-issued first, in issue order."""

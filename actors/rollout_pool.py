@@ -44,8 +44,17 @@ def worker_factory(
 
     def start(worker_id: str) -> ray.actor.ActorHandle:
         return RolloutWorker.options(num_cpus=cfg.cpus_per_worker, max_restarts=0).remote(
-            worker_id, queue, prompt_source, policy, verifier, tokenizer, cfg, reward_cfg, episode_fn,
-            verify_options=verify_options, verify_delay_s=verify_delay_s,
+            worker_id,
+            queue,
+            prompt_source,
+            policy,
+            verifier,
+            tokenizer,
+            cfg,
+            reward_cfg,
+            episode_fn,
+            verify_options=verify_options,
+            verify_delay_s=verify_delay_s,
         )
 
     return start
@@ -102,8 +111,10 @@ class RolloutPool:
             generation += 1
             self.restarts += 1
             if self.restarts > self.max_restarts:
-                raise RuntimeError(f"rollout workers died {self.restarts} times (max_restarts "
-                                   f"{self.max_restarts}); last: {self.deaths[-1]}")
+                raise RuntimeError(
+                    f"rollout workers died {self.restarts} times (max_restarts "
+                    f"{self.max_restarts}); last: {self.deaths[-1]}"
+                )
 
     async def wait(self) -> dict[str, dict[str, Any]]:
         """Until every worker has run out of prompts; raises if workers keep dying."""
@@ -128,5 +139,8 @@ class RolloutPool:
         self.workers.clear()
 
     def stats(self) -> dict[str, Any]:
-        return {"workers": {i: wid for i, (wid, _) in self.workers.items()}, "restarts": self.restarts,
-                "deaths": list(self.deaths)}
+        return {
+            "workers": {i: wid for i, (wid, _) in self.workers.items()},
+            "restarts": self.restarts,
+            "deaths": list(self.deaths),
+        }

@@ -37,8 +37,17 @@ VerifyFn = Callable[[str, str, str], Awaitable[VerifyResult]]  # (reference, can
 
 
 class EpisodeFn(Protocol):
-    def __call__(self, task: Any, group_id: str, sample_index: int, generate: GenerateFn, verify: VerifyFn,
-                 tokenizer: Any, cfg: RolloutConfig, reward_cfg: RewardConfig) -> Awaitable[Trajectory]: ...
+    def __call__(
+        self,
+        task: Any,
+        group_id: str,
+        sample_index: int,
+        generate: GenerateFn,
+        verify: VerifyFn,
+        tokenizer: Any,
+        cfg: RolloutConfig,
+        reward_cfg: RewardConfig,
+    ) -> Awaitable[Trajectory]: ...
 
 
 class GroupFailed(RuntimeError):
@@ -70,13 +79,17 @@ class RolloutWorker:
             episode_fn = run_episode
         self.worker_id = worker_id
         self.cfg = cfg if isinstance(cfg, RolloutConfig) else RolloutConfig.model_validate(cfg)
-        self.reward_cfg = reward_cfg if isinstance(reward_cfg, RewardConfig) else RewardConfig.model_validate(
-            reward_cfg or {})
+        self.reward_cfg = (
+            reward_cfg if isinstance(reward_cfg, RewardConfig) else RewardConfig.model_validate(reward_cfg or {})
+        )
         self._queue, self._source = queue, prompt_source
         self._policy, self._verifier, self._tokenizer = policy, verifier, tokenizer
         self._episode = episode_fn
-        self._verify_options = verify_options if isinstance(verify_options, VerifyOptions) else (
-            VerifyOptions.model_validate(verify_options or {}))
+        self._verify_options = (
+            verify_options
+            if isinstance(verify_options, VerifyOptions)
+            else (VerifyOptions.model_validate(verify_options or {}))
+        )
         self._verify_delay_s = verify_delay_s  # benchmarks: a slower verifier without a slower machine
         self._admit_poll_s = admit_poll_s
         self._slots: list[asyncio.Task] = []
@@ -102,8 +115,16 @@ class RolloutWorker:
         """One episode, retried on an exception (cancellation is never retried)."""
         for attempt in range(self.cfg.sample_retries + 1):
             try:
-                trajectory = await self._episode(group.task, group.group_id, index, self._generate, self._verify,
-                                                 self._tokenizer, self.cfg, self.reward_cfg)
+                trajectory = await self._episode(
+                    group.task,
+                    group.group_id,
+                    index,
+                    self._generate,
+                    self._verify,
+                    self._tokenizer,
+                    self.cfg,
+                    self.reward_cfg,
+                )
                 self._counts["samples"] += 1
                 return trajectory
             except Exception as e:  # any episode failure is retried, then fails the group
@@ -112,8 +133,10 @@ class RolloutWorker:
                 self._errors = (self._errors + [message])[-20:]
                 log.warning("rollout worker %s: %s", self.worker_id, message)
                 last = e
-        raise GroupFailed(f"sample {index} of {group.group_id} failed {self.cfg.sample_retries + 1} times: "
-                          f"{type(last).__name__}: {last}") from last
+        raise GroupFailed(
+            f"sample {index} of {group.group_id} failed {self.cfg.sample_retries + 1} times: "
+            f"{type(last).__name__}: {last}"
+        ) from last
 
     async def _run_group(self, group: PromptGroup) -> list[Trajectory]:
         """The n episodes of a group, concurrently; on a failure or cancellation none is left running."""
@@ -184,5 +207,10 @@ class RolloutWorker:
 
     async def stats(self) -> dict[str, Any]:
         live_slots = sum(1 for slot in self._slots if not slot.done())
-        return {"worker_id": self.worker_id, **self._counts, "errors": list(self._errors),
-                "live_slots": live_slots, "live_episodes": len(self._episodes)}
+        return {
+            "worker_id": self.worker_id,
+            **self._counts,
+            "errors": list(self._errors),
+            "live_slots": live_slots,
+            "live_episodes": len(self._episodes),
+        }

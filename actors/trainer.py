@@ -97,8 +97,12 @@ class TrainerWorker:
         if self.backend.dist_backend is not None:
             if master_addr is None or master_port is None:
                 raise ValueError("a multi-rank trainer needs master_addr and master_port")
-            dist.init_process_group(self.backend.dist_backend, init_method=f"tcp://{master_addr}:{master_port}",
-                                    rank=self.rank, world_size=self.world_size)
+            dist.init_process_group(
+                self.backend.dist_backend,
+                init_method=f"tcp://{master_addr}:{master_port}",
+                rank=self.rank,
+                world_size=self.world_size,
+            )
         self.device = torch.device(self.backend.device, 0) if self.backend.device != "cpu" else torch.device("cpu")
         torch.manual_seed(tc.seed)
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
@@ -116,31 +120,58 @@ class TrainerWorker:
         else:
             self.scorer.to(self.device)
         self.scorer.train()
-        self.optimizer = torch.optim.AdamW(self.scorer.parameters(), lr=tc.lr, betas=tc.betas,
-                                           weight_decay=tc.weight_decay)
-        self.group_filter = GroupVarianceFilter(self.cfg.algorithm.filter, target_groups=self.cfg.queue.groups_per_step,
-                                                group_size=self.cfg.rollout.samples_per_prompt)
+        self.optimizer = torch.optim.AdamW(
+            self.scorer.parameters(), lr=tc.lr, betas=tc.betas, weight_decay=tc.weight_decay
+        )
+        self.group_filter = GroupVarianceFilter(
+            self.cfg.algorithm.filter,
+            target_groups=self.cfg.queue.groups_per_step,
+            group_size=self.cfg.rollout.samples_per_prompt,
+        )
         self.prs_rng = prs_generator(self.cfg.algorithm.prs.seed)
-        return {"rank": self.rank, "device": str(self.device), "backend": self.backend.dist_backend,
-                "fsdp": self.backend.fsdp, "pid": os.getpid()}
+        return {
+            "rank": self.rank,
+            "device": str(self.device),
+            "backend": self.backend.dist_backend,
+            "fsdp": self.backend.fsdp,
+            "pid": os.getpid(),
+        }
 
     # ---- training -------------------------------------------------------------------------------------------------
     def train_step(self, items: Sequence[Trajectory | FinishedGroup]) -> dict[str, float]:
         """Filter, build and train on one step's groups (a Ray ObjectRef argument arrives resolved)."""
         trajectories = _flatten(items)
-        batch = build_step_batch(trajectories, self.cfg.algorithm, self.tokenizer.pad_token_id, self.group_filter,
-                                 self.prs_rng, max_turns=self.cfg.rollout.max_turns)
+        batch = build_step_batch(
+            trajectories,
+            self.cfg.algorithm,
+            self.tokenizer.pad_token_id,
+            self.group_filter,
+            self.prs_rng,
+            max_turns=self.cfg.rollout.max_turns,
+        )
         self.calls += 1
         if not batch.skipped:
             batch = batch.select(range(self.rank, batch.num_rows, self.world_size))
         tc = self.cfg.trainer
-        metrics = train_step(self.scorer, self.optimizer, batch, self.cfg.algorithm,
-                             micro_batch_size=tc.micro_batch_size, max_grad_norm=tc.max_grad_norm,
-                             lr=lr_at(self.step, tc.lr, tc.warmup_steps), temperature=self.cfg.rollout.temperature,
-                             dp_size=self.world_size)
+        metrics = train_step(
+            self.scorer,
+            self.optimizer,
+            batch,
+            self.cfg.algorithm,
+            micro_batch_size=tc.micro_batch_size,
+            max_grad_norm=tc.max_grad_norm,
+            lr=lr_at(self.step, tc.lr, tc.warmup_steps),
+            temperature=self.cfg.rollout.temperature,
+            dp_size=self.world_size,
+        )
         self.step += int(metrics["train/stepped"])
-        metrics.update({"trainer/step": float(self.step), "trainer/calls": float(self.calls),
-                        "trainer/version": float(self.version)})
+        metrics.update(
+            {
+                "trainer/step": float(self.step),
+                "trainer/calls": float(self.calls),
+                "trainer/version": float(self.version),
+            }
+        )
         return metrics
 
     # ---- weights ----------------------------------------------------------------------------------------------------
@@ -187,13 +218,24 @@ class TrainerWorker:
         optim_state = get_optimizer_state_dict(self.scorer, self.optimizer, options=FULL)
         if self.rank != 0:
             return None
-        trainer_state = {"step": self.step, "calls": self.calls, "version": self.version,
-                         "filter": filter_state_to_json(self.group_filter),
-                         "prs_rng": generator_state_to_json(self.prs_rng)}
+        trainer_state = {
+            "step": self.step,
+            "calls": self.calls,
+            "version": self.version,
+            "filter": filter_state_to_json(self.group_filter),
+            "prs_rng": generator_state_to_json(self.prs_rng),
+        }
         hf_state = {k.removeprefix(PREFIX): v for k, v in model_state.items()}
-        path = ckpt.save_checkpoint(root, self.calls, model=self.model, tokenizer=self.tokenizer,
-                                    optimizer_state=optim_state, config=self.cfg.model_dump(mode="json"),
-                                    extra={"trainer": trainer_state, "job": extra}, model_state=hf_state)
+        path = ckpt.save_checkpoint(
+            root,
+            self.calls,
+            model=self.model,
+            tokenizer=self.tokenizer,
+            optimizer_state=optim_state,
+            config=self.cfg.model_dump(mode="json"),
+            extra={"trainer": trainer_state, "job": extra},
+            model_state=hf_state,
+        )
         return str(path)
 
     def load_checkpoint(self, path: str) -> dict[str, Any]:
@@ -211,10 +253,13 @@ class TrainerWorker:
         missing, unexpected = set_model_state_dict(self.scorer, full, options=options)
         missing = [k for k in missing if not k.endswith("lm_head.weight") or not self.model.config.tie_word_embeddings]
         if missing or unexpected:
-            raise ValueError(f"checkpoint {found.path} does not fit the model: missing {missing[:5]}, "
-                             f"unexpected {list(unexpected)[:5]}")
-        set_optimizer_state_dict(self.scorer, self.optimizer, found.optimizer_state(),
-                                 options=StateDictOptions(full_state_dict=True))
+            raise ValueError(
+                f"checkpoint {found.path} does not fit the model: missing {missing[:5]}, "
+                f"unexpected {list(unexpected)[:5]}"
+            )
+        set_optimizer_state_dict(
+            self.scorer, self.optimizer, found.optimizer_state(), options=StateDictOptions(full_state_dict=True)
+        )
         found.restore_rng()
         state = found.extra["trainer"]
         filter_state_from_json(self.group_filter, state["filter"])
@@ -225,8 +270,14 @@ class TrainerWorker:
         return found.extra["job"]
 
     def info(self) -> dict[str, Any]:
-        return {"rank": self.rank, "world_size": self.world_size, "step": self.step, "calls": self.calls,
-                "version": self.version, "buffered_groups": len(self.group_filter.buffered)}
+        return {
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "step": self.step,
+            "calls": self.calls,
+            "version": self.version,
+            "buffered_groups": len(self.group_filter.buffered),
+        }
 
     def shutdown(self) -> None:
         if dist.is_initialized():
@@ -242,8 +293,7 @@ def create_trainer_group(config: TrainConfig, model_path: str) -> list[Any]:
     backend = choose_backend(tc.device, tc.num_workers, probe_availability())
     options = rank_resources(backend, tc.cpus_per_worker, tc.accelerators_per_worker)
     data = config.model_dump(mode="json")
-    ranks = [TrainerActor.options(**options).remote(data, model_path, r, tc.num_workers)
-             for r in range(tc.num_workers)]
+    ranks = [TrainerActor.options(**options).remote(data, model_path, r, tc.num_workers) for r in range(tc.num_workers)]
     addr, port = ray.get(ranks[0].rendezvous_address.remote()) if backend.dist_backend else (None, None)
     ray.get([r.setup.remote(addr, port) for r in ranks])
     return ranks

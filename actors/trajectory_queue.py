@@ -140,8 +140,11 @@ class TrajectoryQueue:
         self._notify()
 
     async def stats(self) -> dict[str, Any]:
-        return {**self._ctl.stats(), "dropped_ids": len(self._dropped_ids),
-                "uptime_s": time.monotonic() - self._started}
+        return {
+            **self._ctl.stats(),
+            "dropped_ids": len(self._dropped_ids),
+            "uptime_s": time.monotonic() - self._started,
+        }
 
     async def dropped_group_ids(self) -> list[str]:
         return list(self._dropped_ids)

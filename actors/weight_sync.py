@@ -35,8 +35,9 @@ class ReplicaSet(Protocol):
 
     expected: int
 
-    def load_weights(self, version: int, bucket_refs: list[ray.ObjectRef], manifest: WeightsManifest,
-                     timeout_s: float) -> list[Any]:
+    def load_weights(
+        self, version: int, bucket_refs: list[ray.ObjectRef], manifest: WeightsManifest, timeout_s: float
+    ) -> list[Any]:
         """One result per replica reached: its ack dict, or the exception it raised."""
         ...
 
@@ -50,8 +51,9 @@ class ServeReplicas:
         self.handle = handle
         self.expected = num_replicas
 
-    def load_weights(self, version: int, bucket_refs: list[ray.ObjectRef], manifest: WeightsManifest,
-                     timeout_s: float) -> list[Any]:
+    def load_weights(
+        self, version: int, bucket_refs: list[ray.ObjectRef], manifest: WeightsManifest, timeout_s: float
+    ) -> list[Any]:
         response = self.handle.broadcast("load_weights", version, bucket_refs, manifest)
         try:
             return response.results(timeout_s=timeout_s, return_exceptions=True)
@@ -68,8 +70,9 @@ class ActorReplicas:
         self.handles = list(handles)
         self.expected = len(self.handles)
 
-    def load_weights(self, version: int, bucket_refs: list[ray.ObjectRef], manifest: WeightsManifest,
-                     timeout_s: float) -> list[Any]:
+    def load_weights(
+        self, version: int, bucket_refs: list[ray.ObjectRef], manifest: WeightsManifest, timeout_s: float
+    ) -> list[Any]:
         calls = [h.load_weights.remote(version, bucket_refs, manifest) for h in self.handles]
         done, pending = ray.wait(calls, num_returns=len(calls), timeout=timeout_s)
         results: list[Any] = []
@@ -115,8 +118,14 @@ def _describe(result: Any) -> str:
 class WeightPublisher:
     """Pushes state dicts as versions 1, 2, ... (version 0 = the weights every replica started from)."""
 
-    def __init__(self, replicas: ReplicaSet, bucket_mb: int = 512, version: int = 0, timeout_s: float = 300.0,
-                 pin_memory: bool | None = None) -> None:
+    def __init__(
+        self,
+        replicas: ReplicaSet,
+        bucket_mb: int = 512,
+        version: int = 0,
+        timeout_s: float = 300.0,
+        pin_memory: bool | None = None,
+    ) -> None:
         if bucket_mb < 1 or timeout_s <= 0 or version < 0:
             raise ValueError(f"bad publisher settings: bucket_mb={bucket_mb}, timeout_s={timeout_s}, version={version}")
         self.replicas = replicas
@@ -143,18 +152,32 @@ class WeightPublisher:
             del refs
             freed = time.perf_counter()
         acks = [r for r in results if isinstance(r, dict) and r.get("version") == version]
-        failures = [_describe(r) if isinstance(r, BaseException) else f"bad ack {r!r}"[:300]
-                    for r in results if not (isinstance(r, dict) and r.get("version") == version)]
+        failures = [
+            _describe(r) if isinstance(r, BaseException) else f"bad ack {r!r}"[:300]
+            for r in results
+            if not (isinstance(r, dict) and r.get("version") == version)
+        ]
         if failures or len(acks) < self.replicas.expected:
             raise WeightPushError(
                 f"weights version {version} not published (still {self.version}): {len(acks)} of "
-                f"{self.replicas.expected} replicas acknowledged" + ("; " + "; ".join(failures) if failures else ""))
+                f"{self.replicas.expected} replicas acknowledged" + ("; " + "; ".join(failures) if failures else "")
+            )
         self.version = version
 
         def slowest(key: str) -> float:
             return max((float(a.get(key, 0.0)) for a in acks), default=0.0)
 
-        return PushReport(version=version, bytes=manifest.total_bytes, buckets=len(manifest.bucket_nbytes),
-                          replicas=len(acks), pack_s=packed - start, put_s=put - packed, load_s=loaded - put,
-                          free_s=freed - loaded, total_s=time.perf_counter() - start,
-                          replica_get_s=slowest("get_s"), replica_load_s=slowest("load_s"), acks=acks)
+        return PushReport(
+            version=version,
+            bytes=manifest.total_bytes,
+            buckets=len(manifest.bucket_nbytes),
+            replicas=len(acks),
+            pack_s=packed - start,
+            put_s=put - packed,
+            load_s=loaded - put,
+            free_s=freed - loaded,
+            total_s=time.perf_counter() - start,
+            replica_get_s=slowest("get_s"),
+            replica_load_s=slowest("load_s"),
+            acks=acks,
+        )

@@ -60,9 +60,16 @@ def run(overrides: list[str], out: Path) -> dict:
         job.cleanup()
     summary = job.summary(time.monotonic() - t0)
     tokens = sum(r.get("rollout/tokens", 0.0) for r in job.history)
-    return {"wall_s": t2 - t0, "setup_s": t1 - t0, "loop_s": t2 - t1, "tokens": tokens,
-            "tokens_per_s": tokens / (t2 - t1), "steps": summary["steps"],
-            "max_staleness": summary["max_staleness_observed"], "load_avg_1m": os.getloadavg()[0]}
+    return {
+        "wall_s": t2 - t0,
+        "setup_s": t1 - t0,
+        "loop_s": t2 - t1,
+        "tokens": tokens,
+        "tokens_per_s": tokens / (t2 - t1),
+        "steps": summary["steps"],
+        "max_staleness": summary["max_staleness_observed"],
+        "load_avg_1m": os.getloadavg()[0],
+    }
 
 
 def main() -> None:
@@ -73,21 +80,34 @@ def main() -> None:
     a = ap.parse_args()
     root = Path(a.out).resolve()
     overrides = recipe(root / "recipe")
-    common = [*overrides, f"trainer.total_steps={a.steps}", "trainer.checkpoint_every=1000",
-              "rollout.groups_per_worker=4", "queue.groups_per_step=2"]
+    common = [
+        *overrides,
+        f"trainer.total_steps={a.steps}",
+        "trainer.checkpoint_every=1000",
+        "rollout.groups_per_worker=4",
+        "queue.groups_per_step=2",
+    ]
     results = []
     for latency in a.latency_s:
         pair = {}
         for mode, eta in (("sync", 0), ("async", 1)):
-            pair[mode] = run([*common, f"queue.max_staleness={eta}", f"verifier.injected_latency_s={latency}"],
-                             root / f"{mode}-{latency}")
+            pair[mode] = run(
+                [*common, f"queue.max_staleness={eta}", f"verifier.injected_latency_s={latency}"],
+                root / f"{mode}-{latency}",
+            )
             r = pair[mode]
-            print(f"latency {latency:.1f} s {mode:5s}: RL loop {r['loop_s']:.1f} s (setup {r['setup_s']:.1f} s), "
-                  f"{r['tokens_per_s']:.1f} tok/s, max staleness {r['max_staleness']}, "
-                  f"load {r['load_avg_1m']:.2f}", flush=True)
+            print(
+                f"latency {latency:.1f} s {mode:5s}: RL loop {r['loop_s']:.1f} s (setup {r['setup_s']:.1f} s), "
+                f"{r['tokens_per_s']:.1f} tok/s, max staleness {r['max_staleness']}, "
+                f"load {r['load_avg_1m']:.2f}",
+                flush=True,
+            )
         ratio = pair["sync"]["loop_s"] / pair["async"]["loop_s"]
-        print(f"latency {latency:.1f} s: async speedup of the RL loop {ratio:.2f}x, tokens/s ratio "
-              f"{pair['async']['tokens_per_s'] / pair['sync']['tokens_per_s']:.2f}x", flush=True)
+        print(
+            f"latency {latency:.1f} s: async speedup of the RL loop {ratio:.2f}x, tokens/s ratio "
+            f"{pair['async']['tokens_per_s'] / pair['sync']['tokens_per_s']:.2f}x",
+            flush=True,
+        )
         results.append({"latency_s": latency, **pair, "async_loop_speedup": ratio})
     (root / "results.json").write_text(json.dumps(results, indent=2))
 

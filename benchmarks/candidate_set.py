@@ -64,8 +64,12 @@ PROBLEMS: list[Problem] = [
     Problem(1, "19_ReLU", "elementwise", {"batch_size": 8, "dim": 512}),
     Problem(1, "1_Square_matrix_multiplication_", "matmul", {"N": 32}),
     Problem(1, "23_Softmax", "softmax", {"batch_size": 8, "dim": 256}),
-    Problem(1, "82_conv_depthwise_2D_square_input_square_kernel", "conv",
-            {"batch_size": 2, "in_channels": 3, "width": 20, "height": 18}),
+    Problem(
+        1,
+        "82_conv_depthwise_2D_square_input_square_kernel",
+        "conv",
+        {"batch_size": 2, "in_channels": 3, "width": 20, "height": 18},
+    ),
     Problem(1, "47_Sum_reduction_over_a_dimension", "reduction", {"batch_size": 3, "dim1": 40, "dim2": 70}),
     Problem(1, "40_LayerNorm", "norm", {"batch_size": 2, "features": 4, "dim1": 8, "dim2": 8}),
     Problem(1, "88_MinGPTNewGelu", "elementwise", {"batch_size": 16, "dim": 256}),
@@ -97,11 +101,22 @@ CANDIDATES: list[Candidate] = [
 
 # Issue 8's benchmark (old vs new verifier): its problems and candidates exactly as they were, so runs compare.
 ISSUE8_PROBLEMS = [
-    "19_ReLU", "1_Square_matrix_multiplication_", "23_Softmax", "82_conv_depthwise_2D_square_input_square_kernel",
-    "47_Sum_reduction_over_a_dimension", "40_LayerNorm", "88_MinGPTNewGelu", "42_Max_Pooling_2D",
+    "19_ReLU",
+    "1_Square_matrix_multiplication_",
+    "23_Softmax",
+    "82_conv_depthwise_2D_square_input_square_kernel",
+    "47_Sum_reduction_over_a_dimension",
+    "40_LayerNorm",
+    "88_MinGPTNewGelu",
+    "42_Max_Pooling_2D",
 ]
-ISSUE8_CANDIDATES = ["relu_triton.py", "softmax_triton.py", "gelu_chain_triton.py", "hack_side_stream_matmul.py",
-                     "hack_result_cache.py"]
+ISSUE8_CANDIDATES = [
+    "relu_triton.py",
+    "softmax_triton.py",
+    "gelu_chain_triton.py",
+    "hack_side_stream_matmul.py",
+    "hack_result_cache.py",
+]
 # In issue 8's --quick runs only these problems were shrunk (the others were left out on the CPU).
 ISSUE8_QUICK = {"19_ReLU", "1_Square_matrix_multiplication_", "23_Softmax", "40_LayerNorm", "88_MinGPTNewGelu"}
 

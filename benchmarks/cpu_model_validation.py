@@ -81,15 +81,21 @@ def model_candidate_counts(parts: dict[str, Any], atol: float, rtol: float) -> t
     return replay.counts, "" if ok else message
 
 
-def one(p: candidate_set.Problem, c: candidate_set.Candidate, kernelbench: Path, profile_name: str,
-        workdir: str) -> dict[str, Any]:
+def one(
+    p: candidate_set.Problem, c: candidate_set.Candidate, kernelbench: Path, profile_name: str, workdir: str
+) -> dict[str, Any]:
     profile = get_profile(profile_name)
     t0 = time.perf_counter()
     tiny_src = p.source(kernelbench, tiny=True)
     parts = trace_locally(tiny_src, c.path.read_text(), workdir)
     cand, mismatch = model_candidate_counts(parts, 1e-2, 1e-2)
-    row: dict[str, Any] = {"problem": p.name, "candidate": c.file, "cost": p.cost,
-                           "label": f"{p.name} ({Path(c.file).stem})", "replay": mismatch or "match"}
+    row: dict[str, Any] = {
+        "problem": p.name,
+        "candidate": c.file,
+        "cost": p.cost,
+        "label": f"{p.name} ({Path(c.file).stem})",
+        "replay": mismatch or "match",
+    }
     if mismatch:
         return row
     ref_tiny = parts["ref_counts"]
@@ -110,28 +116,48 @@ def one(p: candidate_set.Problem, c: candidate_set.Candidate, kernelbench: Path,
         # 16x the work); at full size tiles are full: the launch's dot flops become its share of the
         # reference's full-size flops.
         dot_total = sum(v for q, c in ((q, c) for c in cand for q in c.flops) if q != "vector" for v in [c.flops[q]])
-        flops = {k: (v * vector_scale if k == "vector" else t_ref_full.flops * v / dot_total)
-                 for k, v in x.flops.items()}
-        scaled.append(LaunchCount(x.name, x.kind, int(x.read_bytes * byte_scale), int(x.write_bytes * byte_scale),
-                                  int(x.reread_bytes * reread_scale), flops, int(x.local_reread_bytes * reread_scale)))
+        flops = {
+            k: (v * vector_scale if k == "vector" else t_ref_full.flops * v / dot_total) for k, v in x.flops.items()
+        }
+        scaled.append(
+            LaunchCount(
+                x.name,
+                x.kind,
+                int(x.read_bytes * byte_scale),
+                int(x.write_bytes * byte_scale),
+                int(x.reread_bytes * reread_scale),
+                flops,
+                int(x.local_reread_bytes * reread_scale),
+            )
+        )
     t_cand_full = model_time(scaled, profile)
-    row.update({
-        "launches": {"candidate": len(cand), "reference": len(ref_tiny), "reference_full": len(ref_full)},
-        "tiny": {"cand_us": t_cand_tiny.seconds * 1e6, "ref_us": t_ref_tiny.seconds * 1e6,
-                 "speedup": t_ref_tiny.seconds / t_cand_tiny.seconds,
-                 "cand_bytes": t_cand_tiny.read_bytes + t_cand_tiny.write_bytes,
-                 "cand_reread": t_cand_tiny.reread_bytes,
-                 "ref_bytes": t_ref_tiny.read_bytes + t_ref_tiny.write_bytes},
-        "full": {"cand_us": t_cand_full.seconds * 1e6, "ref_us": t_ref_full.seconds * 1e6,
-                 "speedup": t_ref_full.seconds / t_cand_full.seconds, "byte_scale": byte_scale,
-                 "flop_scale": flop_scale},
-        "seconds": time.perf_counter() - t0,
-    })
+    row.update(
+        {
+            "launches": {"candidate": len(cand), "reference": len(ref_tiny), "reference_full": len(ref_full)},
+            "tiny": {
+                "cand_us": t_cand_tiny.seconds * 1e6,
+                "ref_us": t_ref_tiny.seconds * 1e6,
+                "speedup": t_ref_tiny.seconds / t_cand_tiny.seconds,
+                "cand_bytes": t_cand_tiny.read_bytes + t_cand_tiny.write_bytes,
+                "cand_reread": t_cand_tiny.reread_bytes,
+                "ref_bytes": t_ref_tiny.read_bytes + t_ref_tiny.write_bytes,
+            },
+            "full": {
+                "cand_us": t_cand_full.seconds * 1e6,
+                "ref_us": t_ref_full.seconds * 1e6,
+                "speedup": t_ref_full.seconds / t_cand_full.seconds,
+                "byte_scale": byte_scale,
+                "flop_scale": flop_scale,
+            },
+            "seconds": time.perf_counter() - t0,
+        }
+    )
     return row
 
 
 def spearman(xs: list[float], ys: list[float]) -> float:
     """Spearman's rho: Pearson correlation of the ranks (ties get their average rank)."""
+
     def ranks(v: list[float]) -> list[float]:
         order = sorted(range(len(v)), key=lambda i: v[i])
         r = [0.0] * len(v)
@@ -144,6 +170,7 @@ def spearman(xs: list[float], ys: list[float]) -> float:
                 r[order[k]] = (i + j) / 2
             i = j + 1
         return r
+
     rx, ry = ranks(xs), ranks(ys)
     mx, my = statistics.fmean(rx), statistics.fmean(ry)
     cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
@@ -191,9 +218,9 @@ def probe_gpu() -> dict[str, float]:
     out["eager_launch_s"] = timed(lambda: t.add_(1), 5000)
     out["triton_launch_s"] = timed(lambda: one[(1,)](t), 5000)
     a = torch.randn(8192, 8192, device="cuda")
-    out["fp32_matmul_flops"] = 2 * 8192 ** 3 / timed(lambda: a @ a, 10)
+    out["fp32_matmul_flops"] = 2 * 8192**3 / timed(lambda: a @ a, 10)
     torch.backends.cuda.matmul.allow_tf32 = True
-    out["tf32_matmul_flops"] = 2 * 8192 ** 3 / timed(lambda: a @ a, 10)
+    out["tf32_matmul_flops"] = 2 * 8192**3 / timed(lambda: a @ a, 10)
     return out
 
 
@@ -202,8 +229,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kernelbench", type=Path, default=None)
     ap.add_argument("--probe-gpu", action="store_true", help="measure the profile's figures on this CUDA GPU")
     ap.add_argument("--profile", default="h200")
-    ap.add_argument("--measured", type=Path, nargs="+", default=None,
-                    help="verifier_bench.py --out JSON(s) from an H200 (later files win for a label)")
+    ap.add_argument(
+        "--measured",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="verifier_bench.py --out JSON(s) from an H200 (later files win for a label)",
+    )
     ap.add_argument("--problems", default="", help="comma list (default: every honest candidate)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
@@ -223,15 +255,22 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 row = one(p, c, a.kernelbench, a.profile, tmp)
             except Exception as e:  # a candidate the trace or replay cannot handle: reported, not hidden
-                row = {"problem": p.name, "candidate": c.file, "cost": p.cost,
-                       "label": f"{p.name} ({Path(c.file).stem})",
-                       "replay": f"error: {type(e).__name__}: {str(e)[:200]}"}
+                row = {
+                    "problem": p.name,
+                    "candidate": c.file,
+                    "cost": p.cost,
+                    "label": f"{p.name} ({Path(c.file).stem})",
+                    "replay": f"error: {type(e).__name__}: {str(e)[:200]}",
+                }
         rows.append(row)
         if "tiny" in row:
-            print(f"{row['label'][:60]:60s} {row['cost']:11s} launches c/r {row['launches']['candidate']}/"
-                  f"{row['launches']['reference']}  tiny {row['tiny']['speedup']:6.3f}"
-                  f"  full {row['full']['speedup']:6.3f}"
-                  f"  ({row['full']['cand_us']:.1f} vs {row['full']['ref_us']:.1f} us)", flush=True)
+            print(
+                f"{row['label'][:60]:60s} {row['cost']:11s} launches c/r {row['launches']['candidate']}/"
+                f"{row['launches']['reference']}  tiny {row['tiny']['speedup']:6.3f}"
+                f"  full {row['full']['speedup']:6.3f}"
+                f"  ({row['full']['cand_us']:.1f} vs {row['full']['ref_us']:.1f} us)",
+                flush=True,
+            )
         else:
             print(f"{row['label'][:60]:60s} {row['cost']:11s} {row['replay']}", flush=True)
     summary: dict[str, Any] = {"profile": a.profile, "rows": rows}
@@ -240,21 +279,30 @@ def main(argv: list[str] | None = None) -> int:
         pairs = [(r, measured[r["label"]]) for r in rows if "full" in r and r["label"] in measured]
         print(f"\n{'candidate':60s} {'measured':>9s} {'full':>7s} {'ratio':>7s} {'tiny':>7s} {'ratio':>7s}")
         for r, m in pairs:
-            print(f"{r['label'][:60]:60s} {m:9.3f} {r['full']['speedup']:7.3f} {r['full']['speedup'] / m:7.2f} "
-                  f"{r['tiny']['speedup']:7.3f} {r['tiny']['speedup'] / m:7.2f}")
+            print(
+                f"{r['label'][:60]:60s} {m:9.3f} {r['full']['speedup']:7.3f} {r['full']['speedup'] / m:7.2f} "
+                f"{r['tiny']['speedup']:7.3f} {r['tiny']['speedup'] / m:7.2f}"
+            )
         for which in ("full", "tiny"):
             model = [r[which]["speedup"] for r, _ in pairs]
             meas = [m for _, m in pairs]
             ratios = [x / y for x, y in zip(model, meas)]
             if len(pairs) >= 2:
                 logs = [math.log(x) for x in ratios]
-                stats = {"n": len(pairs), "spearman": spearman(model, meas), "ratio_min": min(ratios),
-                         "ratio_median": statistics.median(ratios), "ratio_max": max(ratios),
-                         "ratio_geo_sd": math.exp(statistics.pstdev(logs))}
+                stats = {
+                    "n": len(pairs),
+                    "spearman": spearman(model, meas),
+                    "ratio_min": min(ratios),
+                    "ratio_median": statistics.median(ratios),
+                    "ratio_max": max(ratios),
+                    "ratio_geo_sd": math.exp(statistics.pstdev(logs)),
+                }
                 summary[f"validation_{which}"] = stats
-                print(f"{which}: n={stats['n']} Spearman {stats['spearman']:.3f}; modelled/measured ratio min "
-                      f"{stats['ratio_min']:.2f} median {stats['ratio_median']:.2f} max {stats['ratio_max']:.2f} "
-                      f"(geometric sd x{stats['ratio_geo_sd']:.2f})")
+                print(
+                    f"{which}: n={stats['n']} Spearman {stats['spearman']:.3f}; modelled/measured ratio min "
+                    f"{stats['ratio_min']:.2f} median {stats['ratio_median']:.2f} max {stats['ratio_max']:.2f} "
+                    f"(geometric sd x{stats['ratio_geo_sd']:.2f})"
+                )
         summary["measured"] = {r["label"]: m for r, m in pairs}
     if a.out:
         a.out.write_text(json.dumps(summary, indent=1))

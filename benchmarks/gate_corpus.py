@@ -4,7 +4,8 @@ A false `forbidden` is reward 0 for honest work, so the allow-list is measured, 
 the shipped task solutions, the benchmark's honest Triton candidates (benchmarks/candidate_set.py), the honest test
 candidates, the examples (all must pass: a rejection there is a false forbidden), and optionally sampled policy outputs
 (`--samples DIR` of .py files, or a .jsonl/.parquet with a text column whose ```python blocks are
-extracted), which are unverified and may hold real hacks, so their rejections are to be read (--show-rejected). Prints one line per source and a total; `jit-only`
+extracted), which are unverified and may hold real hacks, so their rejections are to be read (--show-rejected).
+Prints one line per source and a total; `jit-only`
 counts rejections made only by jit-body rules that compiled Triton enforces as well.
 
     python benchmarks/gate_corpus.py [--samples PATH] [--show-rejected]
@@ -40,8 +41,10 @@ def honest_sources() -> dict[str, dict[str, str]]:
     """Source group -> {name: code}; every entry is honest work that must pass."""
     return {
         "task solutions": {f"{t.name}/{label}": s for t in load_tasks() for label, s in t.solutions.items()},
-        "benchmarks/candidates (honest)": {**_files("benchmarks/candidates/*_triton.py"), **{
-            str(c.path.relative_to(ROOT)): c.path.read_text() for c in candidate_set.honest()}},
+        "benchmarks/candidates (honest)": {
+            **_files("benchmarks/candidates/*_triton.py"),
+            **{str(c.path.relative_to(ROOT)): c.path.read_text() for c in candidate_set.honest()},
+        },
         "tests/verify/candidates honest_*": _files("tests/verify/candidates/honest_*.py"),
         "examples": _files("examples/*/candidate.py"),
     }
@@ -95,8 +98,10 @@ def main() -> None:
         print(f"{group:44s} {len(sources):6d} {forbidden:10d} {jit_only:9d} {other:6d}")
     elapsed = time.perf_counter() - t0
     rate = rejected / total if total else 0.0
-    print(f"total: {total} files, forbidden {rejected} ({rate:.1%}); gate {1000 * elapsed / max(total, 1):.2f}"
-          " ms per file")
+    print(
+        f"total: {total} files, forbidden {rejected} ({rate:.1%}); gate {1000 * elapsed / max(total, 1):.2f}"
+        " ms per file"
+    )
     attacks = _files("tests/verify/candidates/gate_*.py")
     caught = sum(check_source(code).kind == "forbidden" for code in attacks.values())
     print(f"attack files (tests/verify/candidates/gate_*): {caught}/{len(attacks)} forbidden")

@@ -26,14 +26,38 @@ from drkernel.config.train import TrainConfig  # noqa: E402
 from drkernel.sft.stage import run_sft_stage  # noqa: E402
 from drkernel.tasks import library_path  # noqa: E402
 
-SHOWN = ("step", "rollout/reward_mean", "rollout/format_rate", "rollout/compile_rate", "rollout/correct_rate",
-         "rollout/coverage_mean", "throughput/tokens_per_s", "weight_sync/total_s", "train/grad_norm", "time/step_s",
-         "rollout/verifier_s_per_call", "staleness/max")
-GPU = ["policy.device=cuda", "trainer.device=cuda", "verifier.device=cuda", "policy.accelerators_per_replica=0.3",
-       "trainer.accelerators_per_worker=0.3", "verifier.accelerators_per_replica=0.3", "trainer.total_steps=4",
-       "rollout.samples_per_prompt=4", "queue.groups_per_step=2", "verifier.options.measure_performance=true",
-       "verifier.options.measure_coverage=true", "verifier.options.num_correct_trials=3", "trainer.checkpoint_every=2",
-       "policy.max_batch_size=32", "rollout.groups_per_worker=4", "rollout.temperature=0.7"]
+SHOWN = (
+    "step",
+    "rollout/reward_mean",
+    "rollout/format_rate",
+    "rollout/compile_rate",
+    "rollout/correct_rate",
+    "rollout/coverage_mean",
+    "throughput/tokens_per_s",
+    "weight_sync/total_s",
+    "train/grad_norm",
+    "time/step_s",
+    "rollout/verifier_s_per_call",
+    "staleness/max",
+)
+GPU = [
+    "policy.device=cuda",
+    "trainer.device=cuda",
+    "verifier.device=cuda",
+    "policy.accelerators_per_replica=0.3",
+    "trainer.accelerators_per_worker=0.3",
+    "verifier.accelerators_per_replica=0.3",
+    "trainer.total_steps=4",
+    "rollout.samples_per_prompt=4",
+    "queue.groups_per_step=2",
+    "verifier.options.measure_performance=true",
+    "verifier.options.measure_coverage=true",
+    "verifier.options.num_correct_trials=3",
+    "trainer.checkpoint_every=2",
+    "policy.max_batch_size=32",
+    "rollout.groups_per_worker=4",
+    "rollout.temperature=0.7",
+]
 
 
 def main(argv: list[str]) -> int:
@@ -43,8 +67,10 @@ def main(argv: list[str]) -> int:
         shutil.copytree(library_path() / name, root / "tasks" / name)
     out = Path(os.environ.get("OUT", "/tmp")) / "run"
     t0 = time.time()
-    run_sft_stage(load_config(TrainConfig, None, recipe_overrides(root) + ["sft.device=cuda", "sft.epochs=150"]),
-                  log=lambda _: None)
+    run_sft_stage(
+        load_config(TrainConfig, None, recipe_overrides(root) + ["sft.device=cuda", "sft.epochs=150"]),
+        log=lambda _: None,
+    )
     print(f"sft on cuda: {time.time() - t0:.1f} s", flush=True)
     cfg = load_config(TrainConfig, None, recipe_overrides(root) + GPU + [f"trainer.output_dir={out}"] + argv)
     t0 = time.time()

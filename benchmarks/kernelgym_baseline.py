@@ -125,8 +125,15 @@ def _coverage(torch: Any, model: Any, inputs: list[Any], names: set[str]) -> flo
     return mine / total if total else None
 
 
-def run_task(role: str, reference: str, candidate: str | None, device: str, trials: int, correct_trials: int,
-             profile_coverage: bool) -> dict[str, Any]:
+def run_task(
+    role: str,
+    reference: str,
+    candidate: str | None,
+    device: str,
+    trials: int,
+    correct_trials: int,
+    profile_coverage: bool,
+) -> dict[str, Any]:
     import torch
 
     t0 = time.perf_counter()
@@ -183,11 +190,31 @@ def run_task(role: str, reference: str, candidate: str | None, device: str, tria
     return out
 
 
-def _task_process(role: str, reference: str, candidate: str | None, device: str, trials: int, correct_trials: int,
-                  profile_coverage: bool, timeout_s: float) -> dict[str, Any]:
+def _task_process(
+    role: str,
+    reference: str,
+    candidate: str | None,
+    device: str,
+    trials: int,
+    correct_trials: int,
+    profile_coverage: bool,
+    timeout_s: float,
+) -> dict[str, Any]:
     """One fresh interpreter per task, like KernelGYM's spawn-per-task worker pool."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--role", role, "--reference", reference,
-           "--device", device, "--trials", str(trials), "--correct-trials", str(correct_trials)]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--role",
+        role,
+        "--reference",
+        reference,
+        "--device",
+        device,
+        "--trials",
+        str(trials),
+        "--correct-trials",
+        str(correct_trials),
+    ]
     if candidate:
         cmd += ["--candidate", candidate]
     if profile_coverage:
@@ -205,8 +232,15 @@ def _task_process(role: str, reference: str, candidate: str | None, device: str,
     return json.loads(lines[-1])
 
 
-def evaluate(reference: str, candidate: str, device: str, trials: int = 100, correct_trials: int = 5,
-             profile_coverage: bool = True, timeout_s: float = 300.0) -> dict[str, Any]:
+def evaluate(
+    reference: str,
+    candidate: str,
+    device: str,
+    trials: int = 100,
+    correct_trials: int = 5,
+    profile_coverage: bool = True,
+    timeout_s: float = 300.0,
+) -> dict[str, Any]:
     """Kernel task, then (if compiled and correct) the reference task, combined as KernelGYM does."""
     t0 = time.perf_counter()
     kernel = _task_process("kernel", reference, candidate, device, trials, correct_trials, profile_coverage, timeout_s)

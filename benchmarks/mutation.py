@@ -42,11 +42,16 @@ MODULES: dict[str, list[str]] = {
     "data/stream": ["tests/pipelines/test_prompts.py"],
     # the verifier's comparison and verdict code (in-process tests only: a judge subprocess would import
     # the unmutated copy, so verifier-level tests cannot kill these mutants)
-    "verify/tensors": ["tests/verify/test_tensors.py", "tests/verify/test_comparison_pins.py",
-                       "tests/verify/test_timing_symmetry.py::test_batched_comparison_never_passes_what_compare_fails"],
+    "verify/tensors": [
+        "tests/verify/test_tensors.py",
+        "tests/verify/test_comparison_pins.py",
+        "tests/verify/test_timing_symmetry.py::test_batched_comparison_never_passes_what_compare_fails",
+    ],
     "verify/verdict": ["tests/verify/test_verdict.py", "tests/rl/test_reward_pins.py"],
-    "verify/judge": ["tests/verify/test_comparison_pins.py",
-                     "tests/verify/test_timing_symmetry.py::test_batched_comparison_never_passes_what_compare_fails"],
+    "verify/judge": [
+        "tests/verify/test_comparison_pins.py",
+        "tests/verify/test_timing_symmetry.py::test_batched_comparison_never_passes_what_compare_fails",
+    ],
 }
 
 # modules whose other functions need a GPU or a whole verifier run: only these functions are mutated
@@ -145,8 +150,12 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/drkernel-mutation"), help="scratch copies")
     parser.add_argument("--children", type=int, default=1, help="mutants tested in parallel")
     parser.add_argument("--test-timeout", type=int, default=120, help="pytest-timeout per test, seconds")
-    parser.add_argument("--timeout-multiplier", type=float, default=4.0,
-                        help="a mutant's CPU limit is 2 x this x (its tests' clean time + 1 s); mutmut's default is 15")
+    parser.add_argument(
+        "--timeout-multiplier",
+        type=float,
+        default=4.0,
+        help="a mutant's CPU limit is 2 x this x (its tests' clean time + 1 s); mutmut's default is 15",
+    )
     args = parser.parse_args()
     unknown = [m for m in args.modules if m not in MODULES]
     if unknown:
@@ -159,9 +168,11 @@ def main() -> None:
         summary[module] = result
         summary_path.write_text(json.dumps(summary, indent=1))
         score = "n/a" if result["score"] is None else f"{100 * result['score']:.1f}%"
-        print(f"{module}: {score} {result['counts']} in {result['elapsed_s']} s; "
-              f"{len(result['survivors'])} survivor(s) in {args.workdir / module.replace('/', '_')}/survivors.diff",
-              flush=True)
+        print(
+            f"{module}: {score} {result['counts']} in {result['elapsed_s']} s; "
+            f"{len(result['survivors'])} survivor(s) in {args.workdir / module.replace('/', '_')}/survivors.diff",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -30,13 +30,33 @@ from drkernel.rollout.types import SamplingParams  # noqa: E402
 from serve_apps.policy_engine import TORCH_DTYPES, TransformersEngine, processed_logprobs  # noqa: E402
 
 QWEN3_0_6B = dict(  # the published Qwen3-0.6B config.json shape
-    vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
-    num_key_value_heads=8, head_dim=128, max_position_embeddings=40960, rms_norm_eps=1e-6, tie_word_embeddings=True,
-    rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0}, eos_token_id=151645, pad_token_id=151643,
+    vocab_size=151936,
+    hidden_size=1024,
+    intermediate_size=3072,
+    num_hidden_layers=28,
+    num_attention_heads=16,
+    num_key_value_heads=8,
+    head_dim=128,
+    max_position_embeddings=40960,
+    rms_norm_eps=1e-6,
+    tie_word_embeddings=True,
+    rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0},
+    eos_token_id=151645,
+    pad_token_id=151643,
 )
-TINY = dict(vocab_size=2048, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-            num_key_value_heads=1, head_dim=32, max_position_embeddings=4096, tie_word_embeddings=True,
-            eos_token_id=2, pad_token_id=0)
+TINY = dict(
+    vocab_size=2048,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    num_key_value_heads=1,
+    head_dim=32,
+    max_position_embeddings=4096,
+    tie_word_embeddings=True,
+    eos_token_id=2,
+    pad_token_id=0,
+)
 
 
 def _random_engine(shape: dict, device: str, dtype: str) -> TransformersEngine:
@@ -53,8 +73,9 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _max_logprob_error(engine: TransformersEngine, prompt: list[int], tokens: list[int], logprobs: list[float]
-                       ) -> float:
+def _max_logprob_error(
+    engine: TransformersEngine, prompt: list[int], tokens: list[int], logprobs: list[float]
+) -> float:
     with torch.no_grad():
         ids = torch.tensor([prompt + tokens], device=engine.device)
         logits = engine.model(ids).logits[0, len(prompt) - 1 : -1]
@@ -84,9 +105,19 @@ def main() -> None:
     else:
         engine = _random_engine(QWEN3_0_6B if args.qwen else TINY, args.device, args.dtype)
     params = sum(p.numel() for p in engine.model.parameters())
-    print(json.dumps({"model": args.model_path or ("qwen3-0.6b-random" if args.qwen else "tiny-random"),
-                      "params": params, "device": str(engine.device), "dtype": args.dtype,
-                      "torch": torch.__version__, "load_s": round(time.perf_counter() - start, 2)}), flush=True)
+    print(
+        json.dumps(
+            {
+                "model": args.model_path or ("qwen3-0.6b-random" if args.qwen else "tiny-random"),
+                "params": params,
+                "device": str(engine.device),
+                "dtype": args.dtype,
+                "torch": torch.__version__,
+                "load_s": round(time.perf_counter() - start, 2),
+            }
+        ),
+        flush=True,
+    )
     gen = torch.Generator().manual_seed(1)
     high = min(engine.vocab_size, 50_000)  # ordinary ids, no special tokens in the prompt
     sampling = SamplingParams(temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=args.max_new_tokens)
@@ -100,10 +131,21 @@ def main() -> None:
         wall = time.perf_counter() - t0
         tokens = sum(len(o.token_ids) for o in outs)
         err = _max_logprob_error(engine, prompts[0], outs[0].token_ids, outs[0].logprobs)
-        print(json.dumps({"concurrency": n, "prompt_len": args.prompt_len, "max_new_tokens": args.max_new_tokens,
-                          "tokens": tokens, "wall_s": round(wall, 3), "tokens_per_s": round(tokens / wall, 1),
-                          "stopped_early": sum(o.finish_reason == "stop" for o in outs),
-                          "max_abs_logprob_err_row0": err}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "concurrency": n,
+                    "prompt_len": args.prompt_len,
+                    "max_new_tokens": args.max_new_tokens,
+                    "tokens": tokens,
+                    "wall_s": round(wall, 3),
+                    "tokens_per_s": round(tokens / wall, 1),
+                    "stopped_early": sum(o.finish_reason == "stop" for o in outs),
+                    "max_abs_logprob_err_row0": err,
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

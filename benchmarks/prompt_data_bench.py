@@ -37,36 +37,61 @@ from drkernel.data.lengths import PromptLengths, percentiles  # noqa: E402
 from drkernel.data.reader import scan  # noqa: E402
 from drkernel.data.stream import PromptStream  # noqa: E402
 
-OPS = ["torch.relu", "torch.matmul", "torch.nn.Conv2d", "torch.softmax", "torch.sum", "torch.nn.LayerNorm",
-       "torch.tanh", "torch.nn.functional.gelu", "torch.bmm", "torch.max", "torch.nn.BatchNorm2d", "torch.exp"]
+OPS = [
+    "torch.relu",
+    "torch.matmul",
+    "torch.nn.Conv2d",
+    "torch.softmax",
+    "torch.sum",
+    "torch.nn.LayerNorm",
+    "torch.tanh",
+    "torch.nn.functional.gelu",
+    "torch.bmm",
+    "torch.max",
+    "torch.nn.BatchNorm2d",
+    "torch.exp",
+]
 BROKEN_EVERY = 9000  # one broken row per this many rows
 
 
 def reference(rng: random.Random, ops: list[str]) -> str:
     """A KernelBench-style reference of 1-3 KB."""
-    body = "\n".join(f"        x = {op}(x)  # step {i}: {'keeps the shape ' * rng.randint(1, 4)}"
-                     for i, op in enumerate(ops * rng.randint(2, 6)))
+    body = "\n".join(
+        f"        x = {op}(x)  # step {i}: {'keeps the shape ' * rng.randint(1, 4)}"
+        for i, op in enumerate(ops * rng.randint(2, 6))
+    )
     doc = " ".join(rng.choice(["compute", "the", "tensor", "block", "fused", "kernel", "reduce"]) for _ in range(60))
-    return (f'import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    """{doc}"""\n\n'
-            f"    def __init__(self):\n        super().__init__()\n\n    def forward(self, x):\n{body}\n"
-            f"        return x\n\n\ndef get_inputs():\n    return [torch.randn({rng.randint(16, 4096)}, "
-            f"{rng.randint(16, 4096)})]\n\n\ndef get_init_inputs():\n    return []\n")
+    return (
+        f'import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    """{doc}"""\n\n'
+        f"    def __init__(self):\n        super().__init__()\n\n    def forward(self, x):\n{body}\n"
+        f"        return x\n\n\ndef get_inputs():\n    return [torch.randn({rng.randint(16, 4096)}, "
+        f"{rng.randint(16, 4096)})]\n\n\ndef get_init_inputs():\n    return []\n"
+    )
 
 
 def record(rng: random.Random, i: int) -> dict:
     ops = rng.sample(OPS, rng.randint(1, 4))
     ref = reference(rng, ops)
-    prompt = ("You write custom Triton kernels to replace the pytorch operators in the given architecture "
-              "to get speedups. " * rng.randint(4, 12) + f"\n\n```python\n{ref}```\n\nOptimize the architecture "
-              "named Model with custom Triton operators! Name your optimized output architecture ModelNew.")
+    prompt = (
+        "You write custom Triton kernels to replace the pytorch operators in the given architecture "
+        "to get speedups. " * rng.randint(4, 12) + f"\n\n```python\n{ref}```\n\nOptimize the architecture "
+        "named Model with custom Triton operators! Name your optimized output architecture ModelNew."
+    )
     return {
         "data_source": "cuda_llm",
         "prompt": [{"role": "user", "content": prompt}],
         "ability": "kernel_optimization",
         "reward_model": {"ground_truth": ref, "style": "rule"},
-        "extra_info": {"entry_point": "Model", "uuid": f"cudallm-{i:06d}", "level": rng.randint(1, 3),
-                       "ops": ops, "module_name": f"module_{i}", "original_prompt": prompt[:rng.randint(500, 1500)],
-                       "repo_name": f"someone/repo{i % 97}", "type": "pytorch"},
+        "extra_info": {
+            "entry_point": "Model",
+            "uuid": f"cudallm-{i:06d}",
+            "level": rng.randint(1, 3),
+            "ops": ops,
+            "module_name": f"module_{i}",
+            "original_prompt": prompt[: rng.randint(500, 1500)],
+            "repo_name": f"someone/repo{i % 97}",
+            "type": "pytorch",
+        },
     }
 
 
@@ -177,26 +202,40 @@ def main() -> None:
             with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
                 # generated in a child, so the peak RSS below is the prompt path's, not the generator's
                 path, size = pool.submit(write_pool, Path(tmp) / f"pool{files}", args.rows, files).result()
-            print(f"wrote {args.rows} rows in {files} file(s): {size / 2**20:.0f} MB parquet "
-                  f"in {time.perf_counter() - t:.1f}s", flush=True)
+            print(
+                f"wrote {args.rows} rows in {files} file(s): {size / 2**20:.0f} MB parquet "
+                f"in {time.perf_counter() - t:.1f}s",
+                flush=True,
+            )
             r = bench(path, args.rows, args.batch_size)
-            print(f"  validation: {r['validate_s']:.2f}s = {args.rows / r['validate_s']:,.0f} rows/s "
-                  f"(CPU {r['validate_cpu_s']:.2f}s = {args.rows / r['validate_cpu_s']:,.0f} rows/s), "
-                  f"{r['invalid']} invalid rows found, peak RSS {r['validate_rss_mb']:.0f} MB")
-            print(f"  time to first batch (load + validate + order): {r['first_batch_s']:.2f}s "
-                  f"(CPU {r['first_batch_cpu_s']:.2f}s); the stream holds {r['arrow_mb']:.0f} MB of Arrow data")
-            print(f"  one epoch at batch {args.batch_size}: {r['epoch_rows_per_s']:,.0f} rows/s "
-                  f"(CPU {r['epoch_cpu_rows_per_s']:,.0f} rows/s); "
-                  f"batch across the epoch boundary {r['boundary_batch_ms']:.1f} ms "
-                  f"(median batch {r['median_batch_ms']:.1f} ms)")
-            print(f"  resume: load_state_dict on the running stream + next batch {r['resume_running_ms']:.1f} ms; "
-                  f"fresh stream + resume + next batch {r['resume_fresh_s']:.2f}s; peak RSS {r['peak_rss_mb']:.0f} MB",
-                  flush=True)
+            print(
+                f"  validation: {r['validate_s']:.2f}s = {args.rows / r['validate_s']:,.0f} rows/s "
+                f"(CPU {r['validate_cpu_s']:.2f}s = {args.rows / r['validate_cpu_s']:,.0f} rows/s), "
+                f"{r['invalid']} invalid rows found, peak RSS {r['validate_rss_mb']:.0f} MB"
+            )
+            print(
+                f"  time to first batch (load + validate + order): {r['first_batch_s']:.2f}s "
+                f"(CPU {r['first_batch_cpu_s']:.2f}s); the stream holds {r['arrow_mb']:.0f} MB of Arrow data"
+            )
+            print(
+                f"  one epoch at batch {args.batch_size}: {r['epoch_rows_per_s']:,.0f} rows/s "
+                f"(CPU {r['epoch_cpu_rows_per_s']:,.0f} rows/s); "
+                f"batch across the epoch boundary {r['boundary_batch_ms']:.1f} ms "
+                f"(median batch {r['median_batch_ms']:.1f} ms)"
+            )
+            print(
+                f"  resume: load_state_dict on the running stream + next batch {r['resume_running_ms']:.1f} ms; "
+                f"fresh stream + resume + next batch {r['resume_fresh_s']:.2f}s; peak RSS {r['peak_rss_mb']:.0f} MB",
+                flush=True,
+            )
             if args.lengths and files == args.files[0]:
                 r = bench_lengths(path, args.lengths, Path(tmp) / "cache")
                 gc.collect()
-                print(f"  token lengths of {args.lengths} rows: cold {r['lengths_cold_rows_per_s']:,.0f} rows/s, "
-                      f"cached {r['lengths_warm_rows_per_s']:,.0f} rows/s; {r['lengths']}", flush=True)
+                print(
+                    f"  token lengths of {args.lengths} rows: cold {r['lengths_cold_rows_per_s']:,.0f} rows/s, "
+                    f"cached {r['lengths_warm_rows_per_s']:,.0f} rows/s; {r['lengths']}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -80,12 +80,21 @@ def _start_serve(device: str, concurrency: int) -> str:
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     ray.init(address="local", include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
     serve.start(http_options={"host": "127.0.0.1", "port": port})
-    serve.run(build_app({
-        "device": device, "max_concurrency": concurrency, "cpus_per_replica": 0,
-        "autoscaling": {"min_replicas": 1, "max_replicas": 1},
-        "max_ongoing_requests": concurrency * 2, "queue_limit": max(concurrency * 4, 16),
-        "deadline_s": 3600,
-    }), name="verifier", route_prefix="/")
+    serve.run(
+        build_app(
+            {
+                "device": device,
+                "max_concurrency": concurrency,
+                "cpus_per_replica": 0,
+                "autoscaling": {"min_replicas": 1, "max_replicas": 1},
+                "max_ongoing_requests": concurrency * 2,
+                "queue_limit": max(concurrency * 4, 16),
+                "deadline_s": 3600,
+            }
+        ),
+        name="verifier",
+        route_prefix="/",
+    )
     return f"http://127.0.0.1:{port}"
 
 
@@ -97,13 +106,14 @@ def _via_http(url: str, warm: Pairs, payloads: Pairs, options: VerifyOptions, co
     async def main():
         latencies: list[float] = []
         sem = asyncio.Semaphore(concurrency)
-        async with httpx.AsyncClient(base_url=url, timeout=3600,
-                                     limits=httpx.Limits(max_connections=concurrency)) as client:
+        async with httpx.AsyncClient(
+            base_url=url, timeout=3600, limits=httpx.Limits(max_connections=concurrency)
+        ) as client:
+
             async def one(ref: str, cand: str) -> dict:
                 async with sem:
                     t = time.monotonic()
-                    r = await client.post("/verify", json={"reference_code": ref, "kernel_code": cand,
-                                                           "options": opts})
+                    r = await client.post("/verify", json={"reference_code": ref, "kernel_code": cand, "options": opts})
                     latencies.append(time.monotonic() - t)
                     r.raise_for_status()
                     return r.json()
@@ -134,8 +144,11 @@ def main() -> int:
     # On CPU the core picks interpreter-sized timing defaults for the fields left unset.
     options = VerifyOptions(device=args.device, num_correct_trials=2 if args.smoke else 5)
     warm, payloads = _payloads(args.tasks, args.rounds)
-    print(f"{len(payloads)} evaluations ({args.tasks} tasks x solutions x {args.rounds} rounds), "
-          f"device {args.device}, concurrency {args.concurrency}", flush=True)
+    print(
+        f"{len(payloads)} evaluations ({args.tasks} tasks x solutions x {args.rounds} rounds), "
+        f"device {args.device}, concurrency {args.concurrency}",
+        flush=True,
+    )
 
     import ray
     from ray import serve
@@ -154,17 +167,23 @@ def main() -> int:
     print(f"{'path':<24}{'wall s':>9}{'verif/s':>10}{'p50 s':>8}{'p90 s':>8}{'correct':>9}")
     for name, wall, lat, ok in rows:
         lat = sorted(lat)
-        print(f"{name:<24}{wall:>9.2f}{len(payloads) / wall:>10.2f}{statistics.median(lat):>8.3f}"
-              f"{lat[int(0.9 * (len(lat) - 1))]:>8.3f}{ok:>6}/{len(payloads)}")
+        print(
+            f"{name:<24}{wall:>9.2f}{len(payloads) / wall:>10.2f}{statistics.median(lat):>8.3f}"
+            f"{lat[int(0.9 * (len(lat) - 1))]:>8.3f}{ok:>6}/{len(payloads)}"
+        )
     print(f"Serve / direct throughput ratio: {d_wall / s_wall:.3f}  (1.0 = no overhead)")
     hit_lat.sort()
-    print(f"HTTP round trip of a cached result: p50 {1000 * statistics.median(hit_lat):.1f} ms, "
-          f"p90 {1000 * hit_lat[int(0.9 * (len(hit_lat) - 1))]:.1f} ms ({args.concurrency} in flight)")
+    print(
+        f"HTTP round trip of a cached result: p50 {1000 * statistics.median(hit_lat):.1f} ms, "
+        f"p90 {1000 * hit_lat[int(0.9 * (len(hit_lat) - 1))]:.1f} ms ({args.concurrency} in flight)"
+    )
     if d_ok != s_ok:
         for i, (d, s) in enumerate(zip(d_results, s_results)):
             if d.correct != s["correct"]:
-                print(f"verdicts differ on evaluation {i}: direct {d.status} {d.error}, "
-                      f"serve {s['status']} {s['error']}", file=sys.stderr)
+                print(
+                    f"verdicts differ on evaluation {i}: direct {d.status} {d.error}, serve {s['status']} {s['error']}",
+                    file=sys.stderr,
+                )
         return 1
     return 0
 

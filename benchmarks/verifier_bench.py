@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,8 +47,19 @@ import kernelgym_baseline  # noqa: E402
 from drkernel.verify import VerifyOptions  # noqa: E402
 from drkernel.verify.engine import Verifier  # noqa: E402
 
-RESULT_FIELDS = {"status", "compiled", "correct", "hack", "speedup", "runtime_ms", "ref_runtime_ms", "coverage", "reward",
-                 "error", "timing_source"}
+RESULT_FIELDS = {
+    "status",
+    "compiled",
+    "correct",
+    "hack",
+    "speedup",
+    "runtime_ms",
+    "ref_runtime_ms",
+    "coverage",
+    "reward",
+    "error",
+    "timing_source",
+}
 
 # The baseline makes inputs on the CPU (10-18 s per call for 19_ReLU): only problems with small inputs.
 BASELINE_SET = {"1_Square_matrix_multiplication_", "40_LayerNorm", "88_MinGPTNewGelu"}
@@ -65,8 +75,9 @@ class Entry:
     expect_hack: str | None
 
 
-def build_entries(kernelbench: Path, quick: bool, device: str, workdir: Path,
-                  only: set[str] | None = None, which: str = "issue8") -> tuple[list[Entry], list[str]]:
+def build_entries(
+    kernelbench: Path, quick: bool, device: str, workdir: Path, only: set[str] | None = None, which: str = "issue8"
+) -> tuple[list[Entry], list[str]]:
     problems, candidates = candidate_set.select(which)
     for level in sorted({p.level for p in problems}):
         if not (kernelbench / f"level{level}").is_dir():
@@ -98,15 +109,20 @@ def build_entries(kernelbench: Path, quick: bool, device: str, workdir: Path,
             skipped.append(f"{c.file} on {c.problem}: GPU only")
             continue
         kind = "triton" if c.kind == "honest" else "hack"
-        entries.append(Entry(f"{c.problem} ({Path(c.file).stem})", c.problem, refs[c.problem], str(c.path), kind,
-                             c.expect_hack))
+        entries.append(
+            Entry(f"{c.problem} ({Path(c.file).stem})", c.problem, refs[c.problem], str(c.path), kind, c.expect_hack)
+        )
     return entries, skipped
 
 
 def options_for(entry: Entry, device: str, quick: bool, perf_trials: int) -> VerifyOptions:
     return VerifyOptions(
-        device=device, require_triton=entry.kind != "self", num_perf_trials=perf_trials,
-        num_correct_trials=2 if quick else 5, num_warmup=1 if quick else 3, timeout_s=120,
+        device=device,
+        require_triton=entry.kind != "self",
+        num_perf_trials=perf_trials,
+        num_correct_trials=2 if quick else 5,
+        num_warmup=1 if quick else 3,
+        timeout_s=120,
     )
 
 
@@ -117,17 +133,27 @@ def ours(entries: list[Entry], device: str, concurrency: int, quick: bool, perf_
     probe_s = time.perf_counter() - t0  # fork-server start (first Verifier of the process only) + device probe
     try:
         first = entries[0]
-        verifier.verify(Path(first.reference).read_text(), Path(first.candidate).read_text(),
-                        options_for(first, device, quick, perf_trials))
+        verifier.verify(
+            Path(first.reference).read_text(),
+            Path(first.candidate).read_text(),
+            options_for(first, device, quick, perf_trials),
+        )
         startup_s = time.perf_counter() - t0
 
         def one(entry: Entry) -> dict[str, Any]:
             s = time.perf_counter()
-            r = verifier.verify(Path(entry.reference).read_text(), Path(entry.candidate).read_text(),
-                                options_for(entry, device, quick, perf_trials))
-            return {"label": entry.label, "seconds": time.perf_counter() - s,
-                    **r.model_dump(include=RESULT_FIELDS & set(type(r).model_fields)),
-                    "phase_s": r.details.get("phase_s"), "oom_retry": r.details.get("oom_retry")}
+            r = verifier.verify(
+                Path(entry.reference).read_text(),
+                Path(entry.candidate).read_text(),
+                options_for(entry, device, quick, perf_trials),
+            )
+            return {
+                "label": entry.label,
+                "seconds": time.perf_counter() - s,
+                **r.model_dump(include=RESULT_FIELDS & set(type(r).model_fields)),
+                "phase_s": r.details.get("phase_s"),
+                "oom_retry": r.details.get("oom_retry"),
+            }
 
         t1 = time.perf_counter()
         with ThreadPoolExecutor(concurrency) as pool:
@@ -135,21 +161,53 @@ def ours(entries: list[Entry], device: str, concurrency: int, quick: bool, perf_
         wall = time.perf_counter() - t1
     finally:
         verifier.close()
-    return {"concurrency": concurrency, "probe_s": probe_s, "startup_s": startup_s, "wall_s": wall, "evaluations": len(entries),
-            "evals_per_s": len(entries) / wall, "results": results}
+    return {
+        "concurrency": concurrency,
+        "probe_s": probe_s,
+        "startup_s": startup_s,
+        "wall_s": wall,
+        "evaluations": len(entries),
+        "evals_per_s": len(entries) / wall,
+        "results": results,
+    }
 
 
-def old_verifier(worktree: Path, entries: list[Entry], device: str, levels: list[int], quick: bool, perf_trials: int,
-                 deadline: float, workdir: Path) -> list[dict[str, Any]]:
+def old_verifier(
+    worktree: Path,
+    entries: list[Entry],
+    device: str,
+    levels: list[int],
+    quick: bool,
+    perf_trials: int,
+    deadline: float,
+    workdir: Path,
+) -> list[dict[str, Any]]:
     """The same runs through the verifier of an older checkout, in a subprocess importing that package.
     Its fork-server finds the old package through PYTHONPATH (an old fork-server ignored sys.path)."""
     spec = workdir / "old_spec.json"
     out = workdir / "old_runs.json"
-    spec.write_text(json.dumps({"entries": [asdict(e) for e in entries], "device": device, "levels": levels,
-                                "quick": quick, "perf_trials": perf_trials, "deadline_s": deadline - time.time()}))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(worktree), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--_worker", str(worktree), str(spec), str(out)],
-                          env=env, cwd=str(worktree), timeout=max(60.0, deadline - time.time() + 600))
+    spec.write_text(
+        json.dumps(
+            {
+                "entries": [asdict(e) for e in entries],
+                "device": device,
+                "levels": levels,
+                "quick": quick,
+                "perf_trials": perf_trials,
+                "deadline_s": deadline - time.time(),
+            }
+        )
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(worktree), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    }
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--_worker", str(worktree), str(spec), str(out)],
+        env=env,
+        cwd=str(worktree),
+        timeout=max(60.0, deadline - time.time() + 600),
+    )
     if proc.returncode != 0 or not out.exists():
         raise SystemExit(f"the old verifier's run failed (exit {proc.returncode})")
     return json.loads(out.read_text())
@@ -174,17 +232,37 @@ def baseline(entries: list[Entry], device: str, quick: bool, trials: int) -> dic
     t0 = time.perf_counter()
     results = []
     for e in picked:
-        r = kernelgym_baseline.evaluate(e.reference, e.candidate, device, trials=trials,
-                                        correct_trials=2 if quick else 5, profile_coverage=device == "cuda",
-                                        timeout_s=120)
+        r = kernelgym_baseline.evaluate(
+            e.reference,
+            e.candidate,
+            device,
+            trials=trials,
+            correct_trials=2 if quick else 5,
+            profile_coverage=device == "cuda",
+            timeout_s=120,
+        )
         k = r["kernel"]
-        results.append({"label": e.label, "seconds": r["elapsed_s"], "compiled": k.get("compiled"),
-                        "correct": k.get("correct"), "decoy_kernel": k.get("decoy_kernel"),
-                        "runtime_ms": k.get("runtime_ms"), "ref_runtime_ms": r["ref_runtime_ms"],
-                        "speedup": r["speedup"], "coverage": k.get("coverage"), "error": k.get("error")})
+        results.append(
+            {
+                "label": e.label,
+                "seconds": r["elapsed_s"],
+                "compiled": k.get("compiled"),
+                "correct": k.get("correct"),
+                "decoy_kernel": k.get("decoy_kernel"),
+                "runtime_ms": k.get("runtime_ms"),
+                "ref_runtime_ms": r["ref_runtime_ms"],
+                "speedup": r["speedup"],
+                "coverage": k.get("coverage"),
+                "error": k.get("error"),
+            }
+        )
     wall = time.perf_counter() - t0
-    return {"wall_s": wall, "evaluations": len(picked), "evals_per_s": len(picked) / wall if wall else None,
-            "results": results}
+    return {
+        "wall_s": wall,
+        "evaluations": len(picked),
+        "evals_per_s": len(picked) / wall if wall else None,
+        "results": results,
+    }
 
 
 def _fmt(x: Any, spec: str = ".3f") -> str:
@@ -210,41 +288,62 @@ def report_old(entries: list[Entry], runs: list[dict[str, Any]], old: list[dict[
         o = old_by_c.get(run["concurrency"])
         if o:
             ratios[run["concurrency"]] = run["evals_per_s"] / o["evals_per_s"]
-            print(f"concurrency {run['concurrency']}: new {run['evals_per_s']:.3f} eval/s, old {o['evals_per_s']:.3f} "
-                  f"eval/s, new/old = {ratios[run['concurrency']]:.2f}")
-    counts = lambda seq: {"correct": sum(bool(r["correct"]) for r in seq),  # noqa: E731
-                          "hack": sum(r["hack"] is not None for r in seq),
-                          "reward_positive": sum((r["reward"] or 0) > 0 for r in seq)}
+            print(
+                f"concurrency {run['concurrency']}: new {run['evals_per_s']:.3f} eval/s, old {o['evals_per_s']:.3f} "
+                f"eval/s, new/old = {ratios[run['concurrency']]:.2f}"
+            )
+
+    def counts(seq: list[dict[str, Any]]) -> dict[str, int]:
+        return {
+            "correct": sum(bool(r["correct"]) for r in seq),
+            "hack": sum(r["hack"] is not None for r in seq),
+            "reward_positive": sum((r["reward"] or 0) > 0 for r in seq),
+        }
+
     print(f"new: {counts(new_seq)}; old: {counts(old_seq)}")
     return {"new_over_old_throughput": ratios, "new_counts": counts(new_seq), "old_counts": counts(old_seq)}
 
 
-def report(entries: list[Entry], runs: list[dict[str, Any]], base: dict[str, Any] | None, skipped: list[str]) -> dict[str, Any]:
+def report(
+    entries: list[Entry], runs: list[dict[str, Any]], base: dict[str, Any] | None, skipped: list[str]
+) -> dict[str, Any]:
     seq = runs[0]["results"]
     by_label_base = {r["label"]: r for r in (base or {}).get("results", [])}
-    print(f"\n{'candidate':58s} {'ours: ok corr hack':24s} {'speedup':>8s} {'cov':>6s} {'reward':>6s} {'s':>6s} | "
-          f"{'base: corr':10s} {'speedup':>8s} {'s':>6s}")
+    print(
+        f"\n{'candidate':58s} {'ours: ok corr hack':24s} {'speedup':>8s} {'cov':>6s} {'reward':>6s} {'s':>6s} | "
+        f"{'base: corr':10s} {'speedup':>8s} {'s':>6s}"
+    )
     for e, r in zip(entries, seq):
         b = by_label_base.get(e.label, {})
         err = f" [{r['error']['kind']}]" if r.get("error") else ""
         ours_col = f"{r['status'][:4]:4s} {_fmt(r['correct']):4s} {(r['hack'] or '-') + err}"
-        print(f"{e.label[:58]:58s} {ours_col[:24]:24s} {_fmt(r['speedup']):>8s} {_fmt(r['coverage'], '.2f'):>6s} "
-              f"{_fmt(r['reward'], '.2f'):>6s} {r['seconds']:6.1f} | {_fmt(b.get('correct')):10s} {_fmt(b.get('speedup')):>8s} "
-              f"{_fmt(b.get('seconds'), '.1f'):>6s}")
+        print(
+            f"{e.label[:58]:58s} {ours_col[:24]:24s} {_fmt(r['speedup']):>8s} {_fmt(r['coverage'], '.2f'):>6s} "
+            f"{_fmt(r['reward'], '.2f'):>6s} {r['seconds']:6.1f} | {_fmt(b.get('correct')):10s} "
+            f"{_fmt(b.get('speedup')):>8s} {_fmt(b.get('seconds'), '.1f'):>6s}"
+        )
     print()
     for run in runs:
-        print(f"ours, one warm Verifier, concurrency {run['concurrency']}: {run['evaluations']} evaluations in "
-              f"{run['wall_s']:.1f} s = {run['evals_per_s']:.3f} eval/s (before that: start-up {run['probe_s']:.1f} s, "
-              f"first evaluation {run['startup_s'] - run['probe_s']:.1f} s)")
+        print(
+            f"ours, one warm Verifier, concurrency {run['concurrency']}: {run['evaluations']} evaluations in "
+            f"{run['wall_s']:.1f} s = {run['evals_per_s']:.3f} eval/s (before that: start-up {run['probe_s']:.1f} s, "
+            f"first evaluation {run['startup_s'] - run['probe_s']:.1f} s)"
+        )
     if base:
-        print(f"baseline, fresh process per task, serial: {base['evaluations']} evaluations in {base['wall_s']:.1f} s "
-              f"= {base['evals_per_s']:.3f} eval/s")
+        print(
+            f"baseline, fresh process per task, serial: {base['evaluations']} evaluations in {base['wall_s']:.1f} s "
+            f"= {base['evals_per_s']:.3f} eval/s"
+        )
     selfs = {e.problem: r.get("speedup") for e, r in zip(entries, seq) if e.kind == "self"}
     within = [p for p, s in selfs.items() if s is not None and abs(s - 1.0) <= 0.03]
-    print(f"\nself-speedup (reference vs itself), ours: " + ", ".join(f"{p.split('_')[0]}={_fmt(s)}" for p, s in selfs.items()))
+    print(
+        "\nself-speedup (reference vs itself), ours: "
+        + ", ".join(f"{p.split('_')[0]}={_fmt(s)}" for p, s in selfs.items())
+    )
     print(f"  within 1.00 +- 0.03: {len(within)}/{len(selfs)}")
-    base_selfs = {e.problem: by_label_base[e.label]["speedup"] for e in entries
-                  if e.kind == "self" and e.label in by_label_base}
+    base_selfs = {
+        e.problem: by_label_base[e.label]["speedup"] for e in entries if e.kind == "self" and e.label in by_label_base
+    }
     if base_selfs:
         print("self-speedup, baseline: " + ", ".join(f"{p.split('_')[0]}={_fmt(s)}" for p, s in base_selfs.items()))
     hacks = []
@@ -253,19 +352,36 @@ def report(entries: list[Entry], runs: list[dict[str, Any]], base: dict[str, Any
             continue
         b = by_label_base.get(e.label, {})
         caught = r["hack"] is not None or r["reward"] == 0.0
-        hacks.append({"label": e.label, "expected": e.expect_hack, "ours_hack": r["hack"], "ours_correct": r["correct"],
-                      "ours_speedup": r["speedup"], "ours_reward": r["reward"], "ours_caught": caught,
-                      "baseline_correct": b.get("correct"), "baseline_speedup": b.get("speedup")})
-        print(f"hack {e.label}: ours hack={r['hack']} reward={_fmt(r['reward'])} speedup={_fmt(r['speedup'])} "
-              f"({'caught' if caught else 'NOT CAUGHT'}); baseline correct={_fmt(b.get('correct'))} "
-              f"speedup={_fmt(b.get('speedup'))}")
+        hacks.append(
+            {
+                "label": e.label,
+                "expected": e.expect_hack,
+                "ours_hack": r["hack"],
+                "ours_correct": r["correct"],
+                "ours_speedup": r["speedup"],
+                "ours_reward": r["reward"],
+                "ours_caught": caught,
+                "baseline_correct": b.get("correct"),
+                "baseline_speedup": b.get("speedup"),
+            }
+        )
+        print(
+            f"hack {e.label}: ours hack={r['hack']} reward={_fmt(r['reward'])} speedup={_fmt(r['speedup'])} "
+            f"({'caught' if caught else 'NOT CAUGHT'}); baseline correct={_fmt(b.get('correct'))} "
+            f"speedup={_fmt(b.get('speedup'))}"
+        )
     honest = [(e, r) for e, r in zip(entries, seq) if e.kind != "hack"]
     false_hacks = [e.label for e, r in honest if r["hack"] is not None or (r["reward"] or 0) <= 0]
     print(f"honest candidates with a hack or reward 0 (should be none): {false_hacks or 'none'}")
     for s in skipped:
         print(f"not run: {s}")
-    return {"honest_flagged": false_hacks, "self_speedups": selfs, "self_within_3pct": len(within), "baseline_self_speedups": base_selfs,
-            "hacks": hacks}
+    return {
+        "honest_flagged": false_hacks,
+        "self_speedups": selfs,
+        "self_within_3pct": len(within),
+        "baseline_self_speedups": base_selfs,
+        "hacks": hacks,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,20 +389,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kernelbench", type=Path, required=True, help="KernelBench folder holding level1/")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
     p.add_argument("--quick", action="store_true", help="tiny shapes, few trials: a smoke run (CPU)")
-    p.add_argument("--concurrency", default="1,4,2",
-                   help="comma list, run in this order; the first gives the per-problem table, the baseline runs "
-                        "right after it, later levels run while --budget-s allows")
+    p.add_argument(
+        "--concurrency",
+        default="1,4,2",
+        help="comma list, run in this order; the first gives the per-problem table, the baseline runs "
+        "right after it, later levels run while --budget-s allows",
+    )
     p.add_argument("--perf-trials", type=int, default=None, help="our timed calls per model (default 30, quick 3)")
     p.add_argument("--baseline-trials", type=int, default=None, help="baseline timed calls (default 100, quick 5)")
     p.add_argument("--no-baseline", action="store_true")
     p.add_argument("--budget-s", type=float, default=330.0, help="skip the remaining phases past this wall time")
-    p.add_argument("--set", dest="which", choices=candidate_set.SETS, default="issue8",
-                   help="issue8: issue 8's level-1 problems and candidates (old-vs-new comparisons); all: every "
-                        "problem of benchmarks/candidate_set.py with its honest candidate, plus the hacks")
+    p.add_argument(
+        "--set",
+        dest="which",
+        choices=candidate_set.SETS,
+        default="issue8",
+        help="issue8: issue 8's level-1 problems and candidates (old-vs-new comparisons); all: every "
+        "problem of benchmarks/candidate_set.py with its honest candidate, plus the hacks",
+    )
     p.add_argument("--problems", default="", help="comma list of the set's problems to run (default: all of them)")
     p.add_argument("--out", type=Path, required=True, help="JSON summary path")
-    p.add_argument("--old-worktree", type=Path, default=None,
-                   help="a git worktree of an older commit: run its verifier on the same set, side by side")
+    p.add_argument(
+        "--old-worktree",
+        type=Path,
+        default=None,
+        help="a git worktree of an older commit: run its verifier on the same set, side by side",
+    )
     a = p.parse_args(argv)
     device = a.device
     if device == "auto":
@@ -318,18 +446,38 @@ def main(argv: list[str] | None = None) -> int:
         old = None
         if a.old_worktree is not None:
             old_levels = [r["concurrency"] for r in runs]
-            old = old_verifier(a.old_worktree.resolve(), entries, device, old_levels, a.quick, perf_trials,
-                               time.time() + a.budget_s, Path(tmp))
+            old = old_verifier(
+                a.old_worktree.resolve(),
+                entries,
+                device,
+                old_levels,
+                a.quick,
+                perf_trials,
+                time.time() + a.budget_s,
+                Path(tmp),
+            )
         summary = report(entries, runs, base, skipped)
         if old:
             for run in old:
-                print(f"old verifier, concurrency {run['concurrency']}: {run['evaluations']} evaluations in "
-                      f"{run['wall_s']:.1f} s = {run['evals_per_s']:.3f} eval/s")
+                print(
+                    f"old verifier, concurrency {run['concurrency']}: {run['evaluations']} evaluations in "
+                    f"{run['wall_s']:.1f} s = {run['evals_per_s']:.3f} eval/s"
+                )
             summary.update(report_old(entries, runs, old))
-    out = {"device": device, "set": a.which, "quick": a.quick, "perf_trials": perf_trials,
-           "baseline_trials": base_trials,
-           "entries": [asdict(e) for e in entries], "ours": runs, "old": old, "baseline": base, "skipped": skipped,
-           "total_s": time.perf_counter() - t0, **summary}
+    out = {
+        "device": device,
+        "set": a.which,
+        "quick": a.quick,
+        "perf_trials": perf_trials,
+        "baseline_trials": base_trials,
+        "entries": [asdict(e) for e in entries],
+        "ours": runs,
+        "old": old,
+        "baseline": base,
+        "skipped": skipped,
+        "total_s": time.perf_counter() - t0,
+        **summary,
+    }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(out, indent=1, default=str))
     print(f"\nwrote {a.out} ({out['total_s']:.0f} s total)")

@@ -82,9 +82,11 @@ def main() -> None:
                     print(f"  {n}: errors {bad[:2]}")
                 if sp:
                     ms = [round(r.ref_runtime_ms, 4) for r in rs if r.ref_runtime_ms is not None]
-                    print(f"  {n:12s} self-speedup median {statistics.median(sp):.3f}  all {[round(s, 3) for s in sp]}"
-                          f"  ref ms {ms}  k={rs[0].details.get('calls_per_round')}"
-                          f" empty={rs[0].details.get('empty_round_trip_ms')}ms")
+                    print(
+                        f"  {n:12s} self-speedup median {statistics.median(sp):.3f}  all {[round(s, 3) for s in sp]}"
+                        f"  ref ms {ms}  k={rs[0].details.get('calls_per_round')}"
+                        f" empty={rs[0].details.get('empty_round_trip_ms')}ms"
+                    )
 
 
 if __name__ == "__main__":

@@ -87,8 +87,7 @@ def main() -> None:
     parser.add_argument("--object-store-mb", type=int, default=2048)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=args.object_store_mb << 20,
-             log_to_driver=False)
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=args.object_store_mb << 20, log_to_driver=False)
     print(f"replicas={args.replicas} bucket_mb={args.bucket_mb} reps={args.reps} (median / min ms)")
     print("size_mb | " + " | ".join(p.removesuffix("_s") for p in PHASES))
     for size in args.sizes_mb:

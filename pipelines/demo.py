@@ -29,8 +29,13 @@ REPO = Path(__file__).resolve().parents[1]
 DEMO_CONFIG = REPO / "configs" / "demo_cpu.yaml"
 # The demo's own sizing on top of configs/demo_cpu.yaml. SFT runs on one thread: on a 2-core box shared with
 # other work, two OpenMP threads wait on each other and a step took 8x longer (BENCHMARKS.md, the demo).
-DEMO_DEFAULTS = ["sft.max_steps=120", "sft.num_threads=1", "sft.eval.enabled=false", "sft.log_every=20",
-                 "trainer.total_steps=6"]
+DEMO_DEFAULTS = [
+    "sft.max_steps=120",
+    "sft.num_threads=1",
+    "sft.eval.enabled=false",
+    "sft.log_every=20",
+    "trainer.total_steps=6",
+]
 CPU_NOTE = (
     "CPU: speedups are Triton-interpreter wall clock against eager PyTorch, so every kernel is far "
     "slower than its reference and Fast@1 is 0 by construction; the reward's speed term is not "

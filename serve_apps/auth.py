@@ -58,8 +58,13 @@ def header(scope: dict[str, Any], name: bytes) -> bytes | None:
 async def send_json(send: Any, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
     """A complete JSON response on a raw ASGI `send` (no framework needed)."""
     extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 

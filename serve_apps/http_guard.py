@@ -42,11 +42,21 @@ def unsafe_json_values(value: Any) -> list[dict[str, Any]]:
         elif isinstance(item, list):
             stack.extend((child, (*loc, i)) for i, child in enumerate(item))
         elif isinstance(item, float) and not math.isfinite(item):
-            errors.append({"loc": list(loc), "type": "finite_number",
-                           "msg": "NaN, Infinity and out-of-range numbers are not accepted"})
+            errors.append(
+                {
+                    "loc": list(loc),
+                    "type": "finite_number",
+                    "msg": "NaN, Infinity and out-of-range numbers are not accepted",
+                }
+            )
         elif isinstance(item, str) and _bad_string(item):
-            errors.append({"loc": list(loc), "type": "string_unicode",
-                           "msg": "text holds a lone UTF-16 surrogate (not valid Unicode)"})
+            errors.append(
+                {
+                    "loc": list(loc),
+                    "type": "string_unicode",
+                    "msg": "text holds a lone UTF-16 surrogate (not valid Unicode)",
+                }
+            )
     return sorted(errors, key=lambda e: [str(p) for p in e["loc"]])
 
 
@@ -63,8 +73,14 @@ def _bad_string(s: Any) -> bool:
 def safe_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Validation errors fit to send back: location, type and message only, never the input echoed
     (an echoed NaN or surrogate broke the error response itself and turned a 422 into a 500)."""
-    return [{"loc": list(e.get("loc", ())), "type": str(e.get("type", "value_error")),
-             "msg": str(e.get("msg", "invalid value")).encode("utf-8", "replace").decode()} for e in errors]
+    return [
+        {
+            "loc": list(e.get("loc", ())),
+            "type": str(e.get("type", "value_error")),
+            "msg": str(e.get("msg", "invalid value")).encode("utf-8", "replace").decode(),
+        }
+        for e in errors
+    ]
 
 
 class BodyGuard:

@@ -83,16 +83,30 @@ class PolicyReplica:
         """
         replica = serve.get_replica_context().replica_tag
         if version == self.engine.version:
-            return {"version": version, "replica": replica, "loaded": False, "get_s": 0.0, "wait_s": 0.0,
-                    "load_s": 0.0, "bytes": 0}
+            return {
+                "version": version,
+                "replica": replica,
+                "loaded": False,
+                "get_s": 0.0,
+                "wait_s": 0.0,
+                "load_s": 0.0,
+                "bytes": 0,
+            }
         start = time.perf_counter()
         buckets = list(await asyncio.gather(*bucket_refs))  # zero-copy views of the object store on this node
         fetched = time.perf_counter()
         load_s = await self.engine.load_weights(version, buckets, manifest)
         total = time.perf_counter() - fetched
         del buckets  # release the plasma pins now, not at garbage collection
-        return {"version": version, "replica": replica, "loaded": True, "get_s": fetched - start,
-                "wait_s": max(total - load_s, 0.0), "load_s": load_s, "bytes": manifest.total_bytes}
+        return {
+            "version": version,
+            "replica": replica,
+            "loaded": True,
+            "get_s": fetched - start,
+            "wait_s": max(total - load_s, 0.0),
+            "load_s": load_s,
+            "bytes": manifest.total_bytes,
+        }
 
     async def version(self) -> int:
         return self.engine.version
@@ -103,9 +117,14 @@ class PolicyReplica:
 
     async def stats(self) -> dict[str, Any]:
         """Batching and load counters, for operators and tests."""
-        return {"replica": serve.get_replica_context().replica_tag, "version": self.engine.version,
-                "generate_calls": self._calls, "requests": self._requests, "largest_batch": self._largest_batch,
-                "tokens": self._tokens}
+        return {
+            "replica": serve.get_replica_context().replica_tag,
+            "version": self.engine.version,
+            "generate_calls": self._calls,
+            "requests": self._requests,
+            "largest_batch": self._largest_batch,
+            "tokens": self._tokens,
+        }
 
 
 def replica_actor_options(cfg: PolicyConfig) -> dict[str, Any]:
@@ -138,6 +157,4 @@ def build_policy_app(cfg: PolicyConfig, model_path: str | None = None) -> Applic
     token = os.environ.get(token_env)
     if token:  # the ingress may start in a worker that did not inherit this environment
         ingress_actor["runtime_env"] = {"env_vars": {token_env: token}}
-    return PolicyIngress.options(num_replicas=1, ray_actor_options=ingress_actor).bind(
-        replicas, cfg.model_dump(), path
-    )
+    return PolicyIngress.options(num_replicas=1, ray_actor_options=ingress_actor).bind(replicas, cfg.model_dump(), path)

@@ -164,8 +164,10 @@ class TransformersEngine:
         if bad:
             raise ValueError(f"token ids outside the vocabulary [0, {self.vocab_size}): {bad[:5]}")
         if self.max_positions and len(prompt_ids) + sampling.max_new_tokens > self.max_positions:
-            raise ValueError(f"prompt ({len(prompt_ids)}) + max_new_tokens ({sampling.max_new_tokens}) exceeds "
-                             f"the model's {self.max_positions} positions")
+            raise ValueError(
+                f"prompt ({len(prompt_ids)}) + max_new_tokens ({sampling.max_new_tokens}) exceeds "
+                f"the model's {self.max_positions} positions"
+            )
 
     async def generate(self, prompt_ids: list[int], sampling: SamplingParams) -> GenerateOutput:
         return (await self.generate_batch([prompt_ids], [sampling]))[0]
@@ -204,8 +206,8 @@ class TransformersEngine:
         ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
         mask = torch.zeros_like(ids)
         for row, p in enumerate(prompts):  # left padding: every row's next token is at the same column
-            ids[row, width - len(p):] = torch.tensor(p, dtype=torch.long)
-            mask[row, width - len(p):] = 1
+            ids[row, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+            mask[row, width - len(p) :] = 1
         budgets = torch.tensor([s.max_new_tokens for s in samplings])
         greedy = temperature == 0
         config = GenerationConfig(
@@ -246,8 +248,11 @@ class TransformersEngine:
                 if t in stop_set:
                     tokens, finish = tokens[: j + 1], "stop"
                     break
-            results.append(GenerateOutput(token_ids=tokens, logprobs=new_lp[row][: len(tokens)],
-                                          finish_reason=finish, version=version))
+            results.append(
+                GenerateOutput(
+                    token_ids=tokens, logprobs=new_lp[row][: len(tokens)], finish_reason=finish, version=version
+                )
+            )
         return results
 
     async def load_weights(self, version: int, buckets: Sequence[np.ndarray], manifest: WeightsManifest) -> float:

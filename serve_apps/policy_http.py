@@ -109,8 +109,10 @@ class PolicyIngress:
 
         @app.get("/v1/models")
         async def models() -> dict:
-            return {"object": "list", "data": [{"id": self.config.served_model_name, "object": "model",
-                                                "owned_by": "drkernel"}]}
+            return {
+                "object": "list",
+                "data": [{"id": self.config.served_model_name, "object": "model", "owned_by": "drkernel"}],
+            }
 
         @app.post("/v1/chat/completions")
         async def chat_completions(body: ChatRequest) -> dict:
@@ -120,24 +122,34 @@ class PolicyIngress:
 
     async def _complete(self, body: ChatRequest) -> dict:
         if body.model is not None and body.model != self.config.served_model_name:
-            raise HTTPException(404, f"model {body.model!r} is not served here; this route serves "
-                                     f"{self.config.served_model_name!r}")
+            raise HTTPException(
+                404, f"model {body.model!r} is not served here; this route serves {self.config.served_model_name!r}"
+            )
         messages = [m.model_dump() for m in body.messages]
         prompt = self._tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         prompt_ids = self._tokenizer.encode(prompt, add_special_tokens=False)
         budget = body.max_completion_tokens or body.max_tokens or 512
-        samplings = [SamplingParams(temperature=body.temperature, top_p=body.top_p, top_k=body.top_k,
-                                    max_new_tokens=budget, seed=None if body.seed is None else body.seed + i)
-                     for i in range(body.n)]
+        samplings = [
+            SamplingParams(
+                temperature=body.temperature,
+                top_p=body.top_p,
+                top_k=body.top_k,
+                max_new_tokens=budget,
+                seed=None if body.seed is None else body.seed + i,
+            )
+            for i in range(body.n)
+        ]
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.config.http_max_inflight)
         if self._slots.locked():
-            raise HTTPException(503, "the policy is busy with other HTTP requests; retry later",
-                                headers={"Retry-After": "1"})
+            raise HTTPException(
+                503, "the policy is busy with other HTTP requests; retry later", headers={"Retry-After": "1"}
+            )
         async with self._slots:
             try:
                 outputs: list[GenerateOutput] = await asyncio.gather(
-                    *(self._policy.generate.remote(prompt_ids, s) for s in samplings))
+                    *(self._policy.generate.remote(prompt_ids, s) for s in samplings)
+                )
             except ValueError as e:  # a request the engine refuses (e.g. longer than the model's context)
                 detail = [{"loc": ["body", "messages"], "type": "value_error", "msg": str(e)}]
                 raise HTTPException(422, detail) from None
@@ -154,8 +166,9 @@ class PolicyIngress:
                 "finish_reason": "length" if out.finish_reason == "length" else "stop",
             }
             if body.logprobs:
-                choice["logprobs"] = {"content": [self._token_logprob(t, lp)
-                                                  for t, lp in zip(content_ids, out.logprobs)]}
+                choice["logprobs"] = {
+                    "content": [self._token_logprob(t, lp) for t, lp in zip(content_ids, out.logprobs)]
+                }
             choices.append(choice)
         completion_tokens = sum(len(o.token_ids) for o in outputs)
         return {
@@ -165,8 +178,11 @@ class PolicyIngress:
             "model": self.config.served_model_name,
             "system_fingerprint": f"policy-v{min(o.version for o in outputs)}",
             "choices": choices,
-            "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": completion_tokens,
-                      "total_tokens": len(prompt_ids) + completion_tokens},
+            "usage": {
+                "prompt_tokens": len(prompt_ids),
+                "completion_tokens": completion_tokens,
+                "total_tokens": len(prompt_ids) + completion_tokens,
+            },
         }
 
     def _token_logprob(self, token_id: int, logprob: float) -> dict:
@@ -176,5 +192,4 @@ class PolicyIngress:
             raw = bytes(BYTE_OF[ch] for ch in piece)
         else:
             raw = self._tokenizer.decode([token_id]).encode("utf-8")
-        return {"token": self._tokenizer.decode([token_id]), "logprob": logprob, "bytes": list(raw),
-                "top_logprobs": []}
+        return {"token": self._tokenizer.decode([token_id]), "logprob": logprob, "bytes": list(raw), "top_logprobs": []}

@@ -34,8 +34,10 @@ def reference_problem(source: str, entry_point: str) -> str | None:
             defined.update(t.id for t in targets if isinstance(t, ast.Name))
     missing = [name for name in (entry_point, *REQUIRED_FUNCTIONS) if name not in defined]
     if missing:
-        return f"reference defines no {', '.join(missing)} (a KernelBench reference needs {entry_point}, " \
-               f"{', '.join(REQUIRED_FUNCTIONS)})"
+        return (
+            f"reference defines no {', '.join(missing)} (a KernelBench reference needs {entry_point}, "
+            f"{', '.join(REQUIRED_FUNCTIONS)})"
+        )
     return None
 
 

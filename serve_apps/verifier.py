@@ -119,9 +119,7 @@ class VerifierReplica:
             self._waiting -= 1
         self._running += 1
         self._gauge()
-        work = asyncio.get_running_loop().run_in_executor(
-            self._pool, self._core.verify, reference, candidate, options
-        )
+        work = asyncio.get_running_loop().run_in_executor(self._pool, self._core.verify, reference, candidate, options)
         work.add_done_callback(self._release)
         try:
             return await asyncio.shield(work)

@@ -88,8 +88,9 @@ class VerifierIngress:
             redoc_url=None,
         )
         # added first = innermost: auth, then the body guard, run before FastAPI parses anything
-        app.add_middleware(BodyGuard, max_body_bytes=self.config.max_body_bytes,
-                           body_timeout_s=self.config.body_timeout_s)
+        app.add_middleware(
+            BodyGuard, max_body_bytes=self.config.max_body_bytes, body_timeout_s=self.config.body_timeout_s
+        )
         app.add_middleware(BearerAuth, tokens=self._tokens, open_paths=OPEN_PATHS)
 
         @app.middleware("http")  # added last, so outermost: it also sees the guard's 401/408/413/422
@@ -118,8 +119,12 @@ class VerifierIngress:
 
         @app.get("/stats", response_model=Stats)
         async def stats() -> dict:
-            return {**self._stats.snapshot(self.config.queue_limit), "dispatched": self._dispatched,
-                    "clients": len(self._admitted), "replica": await self._replica_stats()}
+            return {
+                **self._stats.snapshot(self.config.queue_limit),
+                "dispatched": self._dispatched,
+                "clients": len(self._admitted),
+                "replica": await self._replica_stats(),
+            }
 
         @app.post("/verify", response_model=VerifyResult)
         async def verify(body: VerifyRequest, request: Request) -> VerifyResult:
@@ -128,16 +133,25 @@ class VerifierIngress:
             async with _Admission(self, _client(request), 1) as client:
                 result = await self._evaluate(body, client, in_batch=False)
             if result.status == "infra_error" and result.error is not None and result.error.kind == "reference":
-                raise _Refused(422, [{"loc": ["body", "reference_code"], "type": "reference_failed",
-                                      "msg": result.error.message}])
+                raise _Refused(
+                    422, [{"loc": ["body", "reference_code"], "type": "reference_failed", "msg": result.error.message}]
+                )
             return result
 
         @app.post("/verify/batch", response_model=BatchResponse)
         async def verify_batch(batch: BatchRequest, request: Request) -> BatchResponse:
             """Several evaluations at once, spread over the replicas; results in request order."""
             if len(batch.items) > self.config.max_batch:
-                raise HTTPException(422, [{"loc": ["body", "items"], "type": "too_long",
-                                           "msg": f"{len(batch.items)} items; at most {self.config.max_batch}"}])
+                raise HTTPException(
+                    422,
+                    [
+                        {
+                            "loc": ["body", "items"],
+                            "type": "too_long",
+                            "msg": f"{len(batch.items)} items; at most {self.config.max_batch}",
+                        }
+                    ],
+                )
             self._check_limits(batch.items, ("body", "items"))
             async with _Admission(self, _client(request), len(batch.items)) as client:
                 results = await asyncio.gather(*(self._evaluate(item, client, in_batch=True) for item in batch.items))
@@ -160,8 +174,13 @@ class VerifierIngress:
             where = loc + ((i,) if len(loc) > 1 else ())
             for field in ("reference_code", "kernel_code"):
                 if len(getattr(item, field)) > self.config.max_code_chars:
-                    errors.append({"loc": [*where, field], "type": "string_too_long",
-                                   "msg": f"longer than {self.config.max_code_chars} characters"})
+                    errors.append(
+                        {
+                            "loc": [*where, field],
+                            "type": "string_too_long",
+                            "msg": f"longer than {self.config.max_code_chars} characters",
+                        }
+                    )
             refusal = item.options.device_refusal(self.config.device)
             if refusal:
                 errors.append({"loc": [*where, "options", "device"], "type": "literal_error", "msg": refusal})
@@ -187,16 +206,19 @@ class VerifierIngress:
             self._dispatch = asyncio.Semaphore(self.config.dispatch_limit)
         mine = self._client_slots.setdefault(client, asyncio.Semaphore(self.config.client_dispatch_limit))
         try:
-            result, hit = await asyncio.wait_for(self._dispatched_call(request, mine, deadline, in_batch),
-                                                 timeout=max(deadline - time.monotonic(), 0.001))
+            result, hit = await asyncio.wait_for(
+                self._dispatched_call(request, mine, deadline, in_batch),
+                timeout=max(deadline - time.monotonic(), 0.001),
+            )
         except asyncio.TimeoutError:
             message = f"no result within the deadline of {self.config.deadline_s} s"
             if not in_batch:
                 raise _Refused(504, message) from None
             result, hit = VerifyResult.infra("infra", message, self.config.device), False
         if result.status == "infra_error" and result.error is not None and result.error.kind == "reference":
-            result = result.model_copy(update={"error": ErrorInfo(kind="reference", message=one_line(
-                result.error.message)), "details": {}})
+            result = result.model_copy(
+                update={"error": ErrorInfo(kind="reference", message=one_line(result.error.message)), "details": {}}
+            )
         result = score(result, request.reward)
         latency = time.monotonic() - start
         self._stats.record(result, hit, latency)
@@ -262,14 +284,17 @@ class _Admission:
         stats, cfg = ingress._stats, ingress.config
         if stats.queue_depth + self._n > cfg.queue_limit:
             raise _Refused(
-                503, f"verifier queue full ({stats.queue_depth}/{cfg.queue_limit} evaluations); retry later",
+                503,
+                f"verifier queue full ({stats.queue_depth}/{cfg.queue_limit} evaluations); retry later",
                 cfg.retry_after_s,
             )
         held = ingress._admitted[self._client]
         if held + self._n > cfg.client_admission_limit:
             raise _Refused(
-                503, f"this client already has {held} evaluations queued; its share is "
-                f"{cfg.client_admission_limit}; retry later", cfg.retry_after_s,
+                503,
+                f"this client already has {held} evaluations queued; its share is "
+                f"{cfg.client_admission_limit}; retry later",
+                cfg.retry_after_s,
             )
         ingress._admitted[self._client] += self._n
         stats.enter_queue(self._n)

@@ -15,7 +15,7 @@ from drkernel.verify import Verifier, VerifyOptions
 
 REFERENCE = (Path(__file__).resolve().parents[1] / "examples" / "vector_add" / "reference.py").read_text()
 
-CANDIDATE = '''
+CANDIDATE = """
 import torch
 import torch.nn as nn
 import triton
@@ -36,7 +36,7 @@ class ModelNew(nn.Module):
         n = a.numel()
         off_add_kernel[(triton.cdiv(n, 1024),)](a, b, out, n, SCALE, SHIFT, BLOCK=1024)
         return out
-'''
+"""
 
 
 def candidate(scale: float, shift: float) -> str:

@@ -22,8 +22,16 @@ class TurnSpec:
     formatted: bool = True  # False: no closed code block, not verified
 
 
-def make_trajectory(group_id: str, sample_index: int, turns: list[TurnSpec], prompt_len: int = 4,
-                    feedback_len: int = 2, vocab: int = 50, logprob: float = -1.0, version: int = 0) -> Trajectory:
+def make_trajectory(
+    group_id: str,
+    sample_index: int,
+    turns: list[TurnSpec],
+    prompt_len: int = 4,
+    feedback_len: int = 2,
+    vocab: int = 50,
+    logprob: float = -1.0,
+    version: int = 0,
+) -> Trajectory:
     """Token ids are deterministic functions of (sample, position) below `vocab`; feedback follows every turn
     except the last."""
     prompt = [(sample_index * 7 + k) % vocab + 1 for k in range(prompt_len)]
@@ -38,17 +46,42 @@ def make_trajectory(group_id: str, sample_index: int, turns: list[TurnSpec], pro
         logprobs += [logprob] * spec.tokens
         verdict = None
         if spec.formatted and not spec.masked:
-            verdict = {"status": "ok", "compiled": spec.compiled, "correct": spec.correct, "hack": spec.hack,
-                       "speedup": spec.speedup, "coverage": spec.coverage}
+            verdict = {
+                "status": "ok",
+                "compiled": spec.compiled,
+                "correct": spec.correct,
+                "hack": spec.hack,
+                "speedup": spec.speedup,
+                "coverage": spec.coverage,
+            }
         elif spec.masked:
             verdict = {"status": "infra_error", "compiled": False, "correct": False, "hack": None}
-        built.append(Turn(index=index, start=start, end=len(ids), policy_version=version, finish_reason="stop",
-                          text="x", code="code" if spec.formatted else None, verdict=verdict, reward=spec.reward,
-                          masked=spec.masked))
+        built.append(
+            Turn(
+                index=index,
+                start=start,
+                end=len(ids),
+                policy_version=version,
+                finish_reason="stop",
+                text="x",
+                code="code" if spec.formatted else None,
+                verdict=verdict,
+                reward=spec.reward,
+                masked=spec.masked,
+            )
+        )
         if index < len(turns) - 1:
             ids += [2] * feedback_len
             mask += [0] * feedback_len
             logprobs += [0.0] * feedback_len
-    return Trajectory(group_id=group_id, sample_index=sample_index, task_uid=group_id.split("#")[0],
-                      prompt_ids=prompt, response_ids=ids, response_mask=mask, response_logprobs=logprobs,
-                      turns=built, end_reason="max_turns")
+    return Trajectory(
+        group_id=group_id,
+        sample_index=sample_index,
+        task_uid=group_id.split("#")[0],
+        prompt_ids=prompt,
+        response_ids=ids,
+        response_mask=mask,
+        response_logprobs=logprobs,
+        turns=built,
+        end_reason="max_turns",
+    )

@@ -77,7 +77,7 @@ class PromptLengths:
         if len(missing):
             taker = RowTaker(table, file)
             for start in range(0, len(missing), _CHUNK_ROWS):
-                chunk = missing[start:start + _CHUNK_ROWS]
+                chunk = missing[start : start + _CHUNK_ROWS]
                 rows = taker.take(chunk)
                 messages = [[m.model_dump(mode="json") for m in row.prompt] for row in rows]
                 lengths[chunk] = count_tokens(self.tokenizer, messages)

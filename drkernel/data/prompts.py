@@ -19,7 +19,7 @@ from drkernel.verify.result import VerifyResult
 
 PromptStyle = Literal["full", "compact"]
 
-_EXAMPLE_REFERENCE = '''import torch
+_EXAMPLE_REFERENCE = """import torch
 import torch.nn as nn
 
 
@@ -36,9 +36,9 @@ def get_inputs():
 
 
 def get_init_inputs():
-    return []'''
+    return []"""
 
-_EXAMPLE_SOLUTION = '''import torch
+_EXAMPLE_SOLUTION = """import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
@@ -62,7 +62,7 @@ class ModelNew(nn.Module):
         out = torch.empty_like(a)
         n = a.numel()
         add_relu_kernel[(triton.cdiv(n, 1024),)](a, b, out, n, BLOCK=1024)
-        return out'''
+        return out"""
 
 _FULL_TEMPLATE = """You are given a PyTorch model. Make it faster by writing custom Triton kernels for its \
 operators, while keeping its outputs the same.

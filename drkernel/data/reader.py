@@ -136,9 +136,7 @@ def scan_file(path: Path, keep_table: bool = False, sink: RowSink | None = None)
     return scanned, errors
 
 
-def scan(
-    path: str | Path, skip_invalid: bool = False, keep_tables: bool = False, sink: RowSink | None = None
-) -> Scan:
+def scan(path: str | Path, skip_invalid: bool = False, keep_tables: bool = False, sink: RowSink | None = None) -> Scan:
     """The one validation pass over a file or folder; raise DataFormatError on bad rows unless `skip_invalid`."""
     result = Scan()
     for file in parquet_files(path):

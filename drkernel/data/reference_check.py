@@ -76,14 +76,17 @@ def check_loadable(
         return LoadCheck()
     workdir = tempfile.mkdtemp(prefix="drkernel-refcheck-")
     spec = {"workdir": workdir, "memory_limit_mb": memory_limit_mb, "env": _CHILD_ENV}
-    payload = json.dumps(spec) + "\n" + "".join(
-        json.dumps({"key": k, "source": s, "entry_point": entry_point}) + "\n" for k, s in sources.items()
+    payload = (
+        json.dumps(spec)
+        + "\n"
+        + "".join(json.dumps({"key": k, "source": s, "entry_point": entry_point}) + "\n" for k, s in sources.items())
     )
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH")}
     env.update(_CHILD_ENV)
     with tempfile.TemporaryFile("w+") as stderr:
-        proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=stderr, env=env)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env
+        )
         try:
             proc.stdin.write(payload.encode())  # the child reads all of it before it runs anything
             proc.stdin.close()

@@ -33,8 +33,9 @@ class RowError(ValueError):
     `index` is the row's position in its file (never a shuffled position), so a user can find it.
     """
 
-    def __init__(self, index: int | None, field: str, message: str, *, file: str | None = None,
-                 uuid: str | None = None):
+    def __init__(
+        self, index: int | None, field: str, message: str, *, file: str | None = None, uuid: str | None = None
+    ):
         self.index = index
         self.field = field
         self.message = message

@@ -137,11 +137,16 @@ class PromptStream:
         }
         if result.num_invalid:
             shown = "; ".join(str(e) for e in result.errors[:3])
-            _log.warning("%s: skipped %d invalid row(s) of %d: %s", self.path, result.num_invalid,
-                         result.num_rows, shown)
+            _log.warning(
+                "%s: skipped %d invalid row(s) of %d: %s", self.path, result.num_invalid, result.num_rows, shown
+            )
         if too_long:
-            _log.warning("%s: skipped %d row(s) whose prompt is longer than %d tokens", self.path, too_long,
-                         self.max_prompt_tokens)
+            _log.warning(
+                "%s: skipped %d row(s) whose prompt is longer than %d tokens",
+                self.path,
+                too_long,
+                self.max_prompt_tokens,
+            )
 
     @property
     def rows_per_epoch(self) -> int:
@@ -196,7 +201,7 @@ class PromptStream:
         picks: list[np.ndarray] = []
         wanted = self.batch_size
         while wanted and (self.num_epochs is None or epoch < self.num_epochs):
-            chunk = self._order(epoch)[position:position + wanted]
+            chunk = self._order(epoch)[position : position + wanted]
             picks.append(chunk)
             wanted -= len(chunk)
             position += len(chunk)

@@ -114,7 +114,9 @@ def unpack_into(
     for slot in manifest.slots:
         dst = target[slot.name]
         if tuple(dst.shape) != slot.shape or str(dst.dtype).removeprefix("torch.") != slot.dtype:
-            raise ValueError(f"{slot.name}: model has {tuple(dst.shape)} {dst.dtype}, push has {slot.shape} {slot.dtype}")
+            raise ValueError(
+                f"{slot.name}: model has {tuple(dst.shape)} {dst.dtype}, push has {slot.shape} {slot.dtype}"
+            )
     with torch.no_grad(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*not writable.*")  # object-store buffers are read-only; we copy
         for slot in manifest.slots:

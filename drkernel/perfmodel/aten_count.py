@@ -19,11 +19,23 @@ from torch.utils.flop_counter import flop_registry
 
 from drkernel.perfmodel.cost import LaunchCount
 
-FREE = frozenset({
-    "aten::empty.memory_format", "aten::empty_strided", "aten::empty_like", "aten::detach", "aten::alias",
-    "aten::lift_fresh", "aten::new_empty", "aten::new_empty_strided", "aten::set_.source_Storage_storage_offset",
-    "aten::resize_", "aten::_local_scalar_dense", "aten::_unsafe_view", "aten::_reshape_alias",
-})
+FREE = frozenset(
+    {
+        "aten::empty.memory_format",
+        "aten::empty_strided",
+        "aten::empty_like",
+        "aten::detach",
+        "aten::alias",
+        "aten::lift_fresh",
+        "aten::new_empty",
+        "aten::new_empty_strided",
+        "aten::set_.source_Storage_storage_offset",
+        "aten::resize_",
+        "aten::_local_scalar_dense",
+        "aten::_unsafe_view",
+        "aten::_reshape_alias",
+    }
+)
 
 
 def is_free(func: Any) -> bool:

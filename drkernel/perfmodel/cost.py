@@ -27,8 +27,11 @@ class LaunchCount:
 
 
 def launch_seconds(c: LaunchCount, profile: GpuProfile) -> float:
-    memory = ((c.read_bytes + c.write_bytes) / profile.dram_bytes_per_s + c.reread_bytes / profile.l2_bytes_per_s
-              + c.local_reread_bytes / profile.l1_bytes_per_s)
+    memory = (
+        (c.read_bytes + c.write_bytes) / profile.dram_bytes_per_s
+        + c.reread_bytes / profile.l2_bytes_per_s
+        + c.local_reread_bytes / profile.l1_bytes_per_s
+    )
     compute = sum(f / profile.peak_flops(p) for p, f in c.flops.items())
     return max(memory, compute) + profile.launch_overhead_s
 
@@ -48,6 +51,10 @@ class ModelledTime:
 
 def model_time(counts: list[LaunchCount], profile: GpuProfile) -> ModelledTime:
     return ModelledTime(
-        seconds=sum(launch_seconds(c, profile) for c in counts), launches=len(counts),
-        read_bytes=sum(c.read_bytes for c in counts), write_bytes=sum(c.write_bytes for c in counts),
-        reread_bytes=sum(c.reread_bytes for c in counts), flops=sum(sum(c.flops.values()) for c in counts))
+        seconds=sum(launch_seconds(c, profile) for c in counts),
+        launches=len(counts),
+        read_bytes=sum(c.read_bytes for c in counts),
+        write_bytes=sum(c.write_bytes for c in counts),
+        reread_bytes=sum(c.reread_bytes for c in counts),
+        flops=sum(sum(c.flops.values()) for c in counts),
+    )

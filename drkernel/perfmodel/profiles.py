@@ -24,8 +24,13 @@ class GpuProfile:
     sources: dict[str, str] = field(default_factory=dict)
 
     def peak_flops(self, precision: str) -> float:
-        return {"fp32": self.fp32_flops, "tf32": self.tf32_flops, "bf16": self.bf16_flops,
-                "tf32x3": self.tf32_flops / 3, "vector": self.fp32_flops}.get(precision, self.fp32_flops)
+        return {
+            "fp32": self.fp32_flops,
+            "tf32": self.tf32_flops,
+            "bf16": self.bf16_flops,
+            "tf32x3": self.tf32_flops / 3,
+            "vector": self.fp32_flops,
+        }.get(precision, self.fp32_flops)
 
 
 H200 = GpuProfile(
@@ -39,7 +44,7 @@ H200 = GpuProfile(
     launch_overhead_s=4e-6,
     sources={
         "dram_bytes_per_s": "measured: device-to-device copy through PyTorch, about 4.3 TB/s (KINDS.md, 2026-10-28 "
-                            "and 2026-11-04; datasheet 4.8 TB/s); 19_ReLU ran at 4.2 TB/s (h200_measurements.md)",
+        "and 2026-11-04; datasheet 4.8 TB/s); 19_ReLU ran at 4.2 TB/s (h200_measurements.md)",
         "l2_bytes_per_s": "estimate, not measured here: about 2.3x HBM, as published microbenchmarks put Hopper's L2",
         "l1_bytes_per_s": "estimate: 132 SMs x 128 B/clock x 1.98 GHz (SM count and clock read on the lent H200)",
         "fp32_flops": "datasheet (H200 SXM = H100 SXM arithmetic): 67 TFLOP/s",
@@ -62,8 +67,10 @@ A100 = GpuProfile(
         "dram_bytes_per_s": "datasheet A100 80GB SXM 2.04 TB/s, derated to about 88% achievable",
         "l2_bytes_per_s": "estimate: about 2.5x HBM",
         "l1_bytes_per_s": "estimate: 108 SMs x 128 B/clock x 1.41 GHz",
-        "fp32_flops": "datasheet: 19.5 TFLOP/s", "tf32_flops": "datasheet dense: 156 TFLOP/s",
-        "bf16_flops": "datasheet dense: 312 TFLOP/s", "launch_overhead_s": "estimate, as for the H200",
+        "fp32_flops": "datasheet: 19.5 TFLOP/s",
+        "tf32_flops": "datasheet dense: 156 TFLOP/s",
+        "bf16_flops": "datasheet dense: 312 TFLOP/s",
+        "launch_overhead_s": "estimate, as for the H200",
     },
 )
 
@@ -80,7 +87,8 @@ ASCEND_910B = GpuProfile(
         "dram_bytes_per_s": "vendor figure 1.6 TB/s HBM2e, derated to about 88% achievable (lead, unverified)",
         "l2_bytes_per_s": "estimate: about 2.5x HBM",
         "l1_bytes_per_s": "estimate, unverified (on-chip buffers of the AI cores)",
-        "fp32_flops": "estimate (vector units), unverified", "tf32_flops": "estimate (hf32 on the cube unit)",
+        "fp32_flops": "estimate (vector units), unverified",
+        "tf32_flops": "estimate (hf32 on the cube unit)",
         "bf16_flops": "vendor figure for 910B3: about 313 TFLOP/s fp16/bf16 (unverified)",
         "launch_overhead_s": "estimate: task launch through torch_npu is slower than CUDA",
     },

@@ -23,8 +23,27 @@ from drkernel.perfmodel.cost import LaunchCount
 # Floating-point arithmetic outside tl.dot, priced at the FP32 (CUDA-core) rate: flops per result element.
 # Reductions (tl.sum, tl.max) run in numpy outside the builder and are not counted.
 VECTOR_OPS = {
-    **{f"create_{op}": 1 for op in ("fadd", "fsub", "fmul", "fdiv", "frem", "precise_divf", "exp", "exp2", "log",
-                                     "log2", "sqrt", "precise_sqrt", "rsqrt", "sin", "cos", "erf")},
+    **{
+        f"create_{op}": 1
+        for op in (
+            "fadd",
+            "fsub",
+            "fmul",
+            "fdiv",
+            "frem",
+            "precise_divf",
+            "exp",
+            "exp2",
+            "log",
+            "log2",
+            "sqrt",
+            "precise_sqrt",
+            "rsqrt",
+            "sin",
+            "cos",
+            "erf",
+        )
+    },
     "create_fma": 2,
 }
 
@@ -81,8 +100,15 @@ class _Launch:
             _, first = np.unique(np.concatenate(self.loads), return_index=True)
             read = int(np.concatenate(self.load_sizes)[first].sum())
         written, _ = _unique_bytes(self.stores, self.store_sizes)
-        return LaunchCount(self.name, "triton", read, written, self.program_unique - read, dict(self.flops),
-                           self.loaded - self.program_unique)
+        return LaunchCount(
+            self.name,
+            "triton",
+            read,
+            written,
+            self.program_unique - read,
+            dict(self.flops),
+            self.loaded - self.program_unique,
+        )
 
 
 def _unique_bytes(addrs: list[np.ndarray], sizes: list[int]) -> tuple[int, int]:
@@ -160,12 +186,14 @@ class TritonCounter:
             def f(builder: Any, ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
                 counter._access("load", ptrs, mask)
                 return original(builder, ptrs, mask, other, *rest)
+
             return f
 
         def masked_store(original: Any) -> Any:
             def f(builder: Any, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
                 counter._access("store", ptrs, mask)
                 return original(builder, ptrs, value, mask, *rest)
+
             return f
 
         def atomic_rmw(original: Any) -> Any:
@@ -173,6 +201,7 @@ class TritonCounter:
                 counter._access("load", ptr, mask)
                 counter._access("store", ptr, mask)
                 return original(builder, op, ptr, val, mask, *rest)
+
             return f
 
         def atomic_cas(original: Any) -> Any:
@@ -180,6 +209,7 @@ class TritonCounter:
                 counter._access("load", ptr, None)
                 counter._access("store", ptr, None)
                 return original(builder, ptr, *rest)
+
             return f
 
         def dot(original: Any) -> Any:
@@ -191,11 +221,13 @@ class TritonCounter:
                     p = _precision(a, input_precision)
                     counter._current.flops[p] = counter._current.flops.get(p, 0.0) + flops
                 return original(builder, a, b, d, input_precision, *rest)
+
             return f
 
         def unsupported(original: Any) -> Any:
             def f(*args: Any, **kwargs: Any) -> Any:
                 raise Unsupported("tensor descriptors are not counted by the CPU model")
+
             return f
 
         def run(original: Any) -> Any:
@@ -208,6 +240,7 @@ class TritonCounter:
                 finally:
                     launch, counter._current = counter._current, outer
                     counter.launches.append(launch.count())
+
             return f
 
         self._patch(InterpreterBuilder, "create_masked_load", masked_load)
@@ -215,10 +248,15 @@ class TritonCounter:
         self._patch(InterpreterBuilder, "create_atomic_rmw", atomic_rmw)
         self._patch(InterpreterBuilder, "create_atomic_cas", atomic_cas)
         self._patch(InterpreterBuilder, "create_dot", dot)
-        for name in ("create_descriptor_load", "create_descriptor_store", "create_descriptor_gather",
-                     "create_descriptor_scatter"):
+        for name in (
+            "create_descriptor_load",
+            "create_descriptor_store",
+            "create_descriptor_gather",
+            "create_descriptor_scatter",
+        ):
             if hasattr(InterpreterBuilder, name):
                 self._patch(InterpreterBuilder, name, unsupported)
+
         def arithmetic(flops_per_element: int) -> Any:
             def make(original: Any) -> Any:
                 def f(builder: Any, *args: Any) -> Any:
@@ -227,17 +265,21 @@ class TritonCounter:
                         n = float(np.size(ret.data)) * flops_per_element
                         counter._current.flops["vector"] = counter._current.flops.get("vector", 0.0) + n
                     return ret
+
                 return f
+
             return make
 
         for name, per in VECTOR_OPS.items():
             if hasattr(InterpreterBuilder, name):
                 self._patch(InterpreterBuilder, name, arithmetic(per))
+
         def grid_idx(original: Any) -> Any:
             def f(builder: Any, *args: Any) -> Any:
                 if counter._current is not None:
                     counter._current.end_program()
                 return original(builder, *args)
+
             return f
 
         self._patch(InterpreterBuilder, "set_grid_idx", grid_idx)

@@ -246,8 +246,11 @@ class StalenessController(Generic[T]):
     def load_state_dict(self, state: dict[str, Any], ready: list[T]) -> None:
         """Resume: the version and `accepted` come back together, so the budget does not burst (AReaL #1388)."""
         config = state.get("config", {})
-        mine = {"groups_per_step": self.groups_per_step, "max_staleness": self.max_staleness,
-                "steps_per_version": self.steps_per_version}
+        mine = {
+            "groups_per_step": self.groups_per_step,
+            "max_staleness": self.max_staleness,
+            "steps_per_version": self.steps_per_version,
+        }
         if config != mine:
             raise ValueError(f"queue state was saved with {config}, this queue has {mine}")
         counters = state.get("counters", {})

@@ -163,8 +163,10 @@ def _check(trajectories: Sequence[Trajectory], max_turns: int | None) -> int:
             raise ValueError(f"trajectory {traj.group_id}/{traj.sample_index}: turn indices {indices} are not 0..k-1")
         covered = sum(t.end - t.start for t in traj.turns)
         if covered != sum(traj.response_mask):
-            raise ValueError(f"trajectory {traj.group_id}/{traj.sample_index}: {sum(traj.response_mask)} sampled tokens"
-                             f" but its turns span {covered}")
+            raise ValueError(
+                f"trajectory {traj.group_id}/{traj.sample_index}: {sum(traj.response_mask)} sampled tokens"
+                f" but its turns span {covered}"
+            )
         slots = max(slots, len(indices))
     if max_turns is not None:
         if slots > max_turns:
@@ -225,13 +227,29 @@ def rollout_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
 def _empty(num_slots: int, metrics: dict[str, float]) -> StepBatch:
     long2, bool2 = torch.zeros(0, 0, dtype=torch.long), torch.zeros(0, 0, dtype=torch.bool)
     turns_f, turns_b = torch.zeros(0, num_slots), torch.zeros(0, num_slots, dtype=torch.bool)
-    return StepBatch(True, [], [], long2, long2.clone(), long2.clone(), bool2, torch.zeros(0, 0), torch.zeros(0, 0),
-                     torch.zeros(0, num_slots, 0, dtype=torch.long), torch.zeros(0, num_slots, 0, dtype=torch.bool),
-                     turns_f, turns_b, turns_f.clone(), turns_b.clone(), metrics)
+    return StepBatch(
+        True,
+        [],
+        [],
+        long2,
+        long2.clone(),
+        long2.clone(),
+        bool2,
+        torch.zeros(0, 0),
+        torch.zeros(0, 0),
+        torch.zeros(0, num_slots, 0, dtype=torch.long),
+        torch.zeros(0, num_slots, 0, dtype=torch.bool),
+        turns_f,
+        turns_b,
+        turns_f.clone(),
+        turns_b.clone(),
+        metrics,
+    )
 
 
-def _token_tensors(trajectories: Sequence[Trajectory], turn_mask: torch.Tensor, turn_adv: torch.Tensor,
-                   pad_id: int) -> dict[str, torch.Tensor]:
+def _token_tensors(
+    trajectories: Sequence[Trajectory], turn_mask: torch.Tensor, turn_adv: torch.Tensor, pad_id: int
+) -> dict[str, torch.Tensor]:
     n, num_slots = turn_mask.shape
     seq = max(t.num_tokens for t in trajectories)
     turn_len = max([t.end - t.start for traj in trajectories for t in traj.turns] + [1])
@@ -300,15 +318,17 @@ def build_step_batch(
     prs = prs_keep_mask(table["coverage"], table["correct"], turn_mask, cfg.prs, prs_rng, speedup=table["speedup"])
     tokens = _token_tensors(chosen, turn_mask, adv, pad_id)
     n_exist, n_counted = int(table["exists"].sum()), int(turn_mask.sum())
-    metrics.update({
-        "batch/trajectories": float(len(chosen)),
-        "batch/counted_turns": float(n_counted),
-        "batch/meaningful_masked_fraction": (n_exist - n_counted) / n_exist if n_exist else 0.0,
-        "batch/reward_mean": float(table["reward"][turn_mask].mean()) if n_counted else 0.0,
-        "batch/advantage_abs_mean": float(adv[turn_mask].abs().mean()) if n_counted else 0.0,
-        "prs/turn_rejected_fraction": float((turn_mask & ~prs).sum()) / n_counted if n_counted else 0.0,
-        "batch/response_tokens": float(tokens["response_mask"].sum()),
-    })
+    metrics.update(
+        {
+            "batch/trajectories": float(len(chosen)),
+            "batch/counted_turns": float(n_counted),
+            "batch/meaningful_masked_fraction": (n_exist - n_counted) / n_exist if n_exist else 0.0,
+            "batch/reward_mean": float(table["reward"][turn_mask].mean()) if n_counted else 0.0,
+            "batch/advantage_abs_mean": float(adv[turn_mask].abs().mean()) if n_counted else 0.0,
+            "prs/turn_rejected_fraction": float((turn_mask & ~prs).sum()) / n_counted if n_counted else 0.0,
+            "batch/response_tokens": float(tokens["response_mask"].sum()),
+        }
+    )
     return StepBatch(
         skipped=False,
         group_ids=group_ids,
@@ -352,8 +372,12 @@ def filter_state_to_json(group_filter: GroupVarianceFilter[TrajectoryGroup]) -> 
 
 
 def filter_state_from_json(group_filter: GroupVarianceFilter[TrajectoryGroup], data: dict[str, Any]) -> None:
-    group_filter.load_state_dict({
-        "buffer": [([trajectory_from_json(t) for t in e["group"]], torch.tensor(e["scores"])) for e in data["buffer"]],
-        "consecutive_skips": data["consecutive_skips"],
-        "rng": torch.frombuffer(bytearray(base64.b64decode(data["rng"])), dtype=torch.uint8),
-    })
+    group_filter.load_state_dict(
+        {
+            "buffer": [
+                ([trajectory_from_json(t) for t in e["group"]], torch.tensor(e["scores"])) for e in data["buffer"]
+            ],
+            "consecutive_skips": data["consecutive_skips"],
+            "rng": torch.frombuffer(bytearray(base64.b64decode(data["rng"])), dtype=torch.uint8),
+        }
+    )

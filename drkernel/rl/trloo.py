@@ -78,8 +78,9 @@ def _group_sums(values: torch.Tensor, mask: torch.Tensor, index: torch.Tensor, n
     return sums[index], counts[index]
 
 
-def _grouped_returns(turn_rewards: torch.Tensor, turn_mask: torch.Tensor, group_ids: Sequence[Hashable],
-                     gamma: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _grouped_returns(
+    turn_rewards: torch.Tensor, turn_mask: torch.Tensor, group_ids: Sequence[Hashable], gamma: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Reward-to-go G [N, T] and, per row, the sum and count of G over its (group, turn)."""
     _check_inputs(turn_rewards, turn_mask, group_ids)
     returns = reward_to_go(turn_rewards, turn_mask, gamma)

@@ -45,8 +45,14 @@ class ResponseScorer(nn.Module):
         super().__init__()
         self.policy = policy
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, targets: torch.Tensor,
-                temperature: float = 1.0, with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        targets: torch.Tensor,
+        temperature: float = 1.0,
+        with_entropy: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """[B, S] log p(input_ids[:, p] | prefix) where `targets[:, p]`, 0 elsewhere (p = 0 never counts)."""
         hidden = self.policy.get_decoder()(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         keep = targets[:, 1:].bool()
@@ -99,8 +105,9 @@ def _dummy_pass(scorer: ResponseScorer, device: torch.device, backward: bool) ->
 
 
 @torch.no_grad()
-def recompute_log_probs(scorer: ResponseScorer, batch: StepBatch, micro_batch_size: int, temperature: float,
-                        dp_size: int = 1) -> torch.Tensor:
+def recompute_log_probs(
+    scorer: ResponseScorer, batch: StepBatch, micro_batch_size: int, temperature: float, dp_size: int = 1
+) -> torch.Tensor:
     """[N, T, L] trainer log-probs of every sampled token, in the batch's turn layout (no grad)."""
     device = _device(scorer)
     chunks, passes = _micro_batches(batch.num_rows, micro_batch_size, dp_size, device)
@@ -110,14 +117,16 @@ def recompute_log_probs(scorer: ResponseScorer, batch: StepBatch, micro_batch_si
             _dummy_pass(scorer, device, backward=False)
             continue
         micro = batch.select(chunks[k])
-        logp, _ = scorer(micro.input_ids.to(device), micro.attention_mask.to(device), micro.token_turn.to(device) >= 0,
-                         temperature)
+        logp, _ = scorer(
+            micro.input_ids.to(device), micro.attention_mask.to(device), micro.token_turn.to(device) >= 0, temperature
+        )
         out[chunks[k], :, : micro.turn_positions.shape[-1]] = micro.to_turns(logp.float().cpu())
     return out
 
 
-def loss_masks(batch: StepBatch, old_log_prob: torch.Tensor, cfg: AlgorithmConfig
-               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, dict[str, float]]:
+def loss_masks(
+    batch: StepBatch, old_log_prob: torch.Tensor, cfg: AlgorithmConfig
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, dict[str, float]]:
     """(unrejected mask, loss mask after MRS and PRS, TIS weights or None, metrics), all [N, T, L]."""
     unrejected = batch.to_turns(batch.response_mask)
     rollout = batch.to_turns(batch.rollout_log_probs)
@@ -130,8 +139,14 @@ def loss_masks(batch: StepBatch, old_log_prob: torch.Tensor, cfg: AlgorithmConfi
     return unrejected, loss_mask, tis, metrics
 
 
-def accumulate_gradients(model: nn.Module, batch: StepBatch, cfg: AlgorithmConfig, micro_batch_size: int,
-                         temperature: float = 1.0, dp_size: int = 1) -> dict[str, float]:
+def accumulate_gradients(
+    model: nn.Module,
+    batch: StepBatch,
+    cfg: AlgorithmConfig,
+    micro_batch_size: int,
+    temperature: float = 1.0,
+    dp_size: int = 1,
+) -> dict[str, float]:
     """Passes 1-4 of the module docstring: leaves the step's gradient in `.grad`; returns metrics."""
     scorer = as_scorer(model)
     device = _device(scorer)
@@ -154,14 +169,24 @@ def accumulate_gradients(model: nn.Module, batch: StepBatch, cfg: AlgorithmConfi
         micro = batch.select(rows_k)
         length = micro.turn_positions.shape[-1]
         mask_k = loss_mask[rows_k, :, :length]
-        logp, entropy = scorer(micro.input_ids.to(device), micro.attention_mask.to(device),
-                               micro.token_turn.to(device) >= 0, temperature, with_entropy=True)
+        logp, entropy = scorer(
+            micro.input_ids.to(device),
+            micro.attention_mask.to(device),
+            micro.token_turn.to(device) >= 0,
+            temperature,
+            with_entropy=True,
+        )
         logp_t = micro.to_turns(logp)
         loss, m = policy_loss(
-            logp_t, old[rows_k, :, :length].to(device), advantages[rows_k, :, :length].to(device), mask_k.to(device),
+            logp_t,
+            old[rows_k, :, :length].to(device),
+            advantages[rows_k, :, :length].to(device),
+            mask_k.to(device),
             cfg.loss,
             rollout_is_weights=None if tis is None else tis[rows_k, :, :length].to(device),
-            dp_size=dp_size, global_batch_size=max(int(rows), 1), batch_num_tokens=max(int(tokens), 1),
+            dp_size=dp_size,
+            global_batch_size=max(int(rows), 1),
+            batch_num_tokens=max(int(tokens), 1),
         )
         loss.backward()
         n_tok = float(mask_k.sum())
@@ -170,12 +195,14 @@ def accumulate_gradients(model: nn.Module, batch: StepBatch, cfg: AlgorithmConfi
         sums["entropy"] += float(micro.to_turns(entropy.cpu())[mask_k].sum())
         sums["tokens"] += n_tok
     n_tok = max(sums["tokens"], 1.0)
-    metrics.update({
-        "train/pg_loss": sums["loss"],
-        "train/clip_fraction": sums["clip"] / n_tok,
-        "train/entropy": sums["entropy"] / n_tok,
-        "train/rejected_token_fraction": 1.0 - tokens_local / max(float(unrejected.sum()), 1.0),
-    })
+    metrics.update(
+        {
+            "train/pg_loss": sums["loss"],
+            "train/clip_fraction": sums["clip"] / n_tok,
+            "train/entropy": sums["entropy"] / n_tok,
+            "train/rejected_token_fraction": 1.0 - tokens_local / max(float(unrejected.sum()), 1.0),
+        }
+    )
     return metrics
 
 
@@ -185,9 +212,18 @@ def _grad_norm(params: list[torch.Tensor], max_norm: float) -> float:
     return float(full() if full is not None else norm)
 
 
-def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: StepBatch, cfg: AlgorithmConfig, *,
-               micro_batch_size: int, max_grad_norm: float, lr: float | None = None, temperature: float = 1.0,
-               dp_size: int = 1) -> dict[str, float]:
+def train_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batch: StepBatch,
+    cfg: AlgorithmConfig,
+    *,
+    micro_batch_size: int,
+    max_grad_norm: float,
+    lr: float | None = None,
+    temperature: float = 1.0,
+    dp_size: int = 1,
+) -> dict[str, float]:
     """One update on `batch` (this rank's share when dp_size > 1); returns the step's metrics.
 
     No optimizer step happens for a skipped batch, when MRS/PRS left no token, or when the gradient norm is

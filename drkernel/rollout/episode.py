@@ -74,8 +74,10 @@ def budgeted_feedback(verdict: VerifyResult, entry_point: str, tokenizer: Any, m
         if n <= max_tokens:
             return message
         chars = min(chars - 1, int(chars * max_tokens / n * 0.95))
-    raise ValueError(f"rollout.feedback_max_tokens={max_tokens} cannot hold the shortest feedback message "
-                     f"(its closing instruction alone is longer); raise it")
+    raise ValueError(
+        f"rollout.feedback_max_tokens={max_tokens} cannot hold the shortest feedback message "
+        f"(its closing instruction alone is longer); raise it"
+    )
 
 
 def format_failure(finish_reason: FinishReason) -> VerifyResult:
@@ -84,16 +86,22 @@ def format_failure(finish_reason: FinishReason) -> VerifyResult:
     return VerifyResult(status="ok", compiled=False, correct=False, error=ErrorInfo(kind="syntax", message=message))
 
 
-async def _sample(generate: GenerateFn, context: list[int], budget: int, stops: list[int],
-                  cfg: RolloutConfig) -> _Sample:
+async def _sample(
+    generate: GenerateFn, context: list[int], budget: int, stops: list[int], cfg: RolloutConfig
+) -> _Sample:
     """Generate one response of at most `budget` tokens, re-submitting after aborts with the tokens so far."""
     ids: list[int] = []
     logprobs: list[float] = []
     versions: list[int] = []
     elapsed = 0.0
     for resume in range(cfg.max_abort_resumes + 1):
-        params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k,
-                                max_new_tokens=budget - len(ids), stop_token_ids=stops)
+        params = SamplingParams(
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            top_k=cfg.top_k,
+            max_new_tokens=budget - len(ids),
+            stop_token_ids=stops,
+        )
         t0 = time.perf_counter()
         out = await generate(context + ids, params)
         elapsed += time.perf_counter() - t0
@@ -111,8 +119,9 @@ async def _sample(generate: GenerateFn, context: list[int], budget: int, stops: 
             finish = "length"
         if finish != "abort":
             return _Sample(ids, logprobs, finish, min(versions), max(versions), resume, elapsed)
-    raise RuntimeError(f"generation was aborted {cfg.max_abort_resumes + 1} times in a row (weight swaps); "
-                       "giving this episode up")
+    raise RuntimeError(
+        f"generation was aborted {cfg.max_abort_resumes + 1} times in a row (weight swaps); giving this episode up"
+    )
 
 
 async def run_episode(
@@ -134,13 +143,27 @@ async def run_episode(
     t_start = time.perf_counter()
     stream = TokenStream(tokenizer, first_messages(task, prompt_style), cfg.chat_model_type)
     if len(stream) + cfg.min_generation_tokens > cfg.max_context_tokens:
-        raise ValueError(f"task {task.task_uuid}: prompt is {len(stream)} tokens, which leaves less than "
-                         f"rollout.min_generation_tokens={cfg.min_generation_tokens} of "
-                         f"rollout.max_context_tokens={cfg.max_context_tokens}")
-    traj = Trajectory(group_id=group_id, sample_index=sample_index, task_uid=task.task_uuid,
-                      prompt_ids=list(stream.prompt_ids))
-    stats = dict.fromkeys(("generate_s", "verify_s", "verify_calls", "format_failures", "infra_errors",
-                           "aborts", "generated_tokens", "feedback_tokens"), 0.0)
+        raise ValueError(
+            f"task {task.task_uuid}: prompt is {len(stream)} tokens, which leaves less than "
+            f"rollout.min_generation_tokens={cfg.min_generation_tokens} of "
+            f"rollout.max_context_tokens={cfg.max_context_tokens}"
+        )
+    traj = Trajectory(
+        group_id=group_id, sample_index=sample_index, task_uid=task.task_uuid, prompt_ids=list(stream.prompt_ids)
+    )
+    stats = dict.fromkeys(
+        (
+            "generate_s",
+            "verify_s",
+            "verify_calls",
+            "format_failures",
+            "infra_errors",
+            "aborts",
+            "generated_tokens",
+            "feedback_tokens",
+        ),
+        0.0,
+    )
     end_reason: EndReason | None = None
     for index in range(cfg.max_turns):
         budget = min(cfg.max_new_tokens, cfg.max_context_tokens - len(stream))
@@ -151,9 +174,16 @@ async def run_episode(
         start, end = stream.append_assistant(sample.token_ids, sample.logprobs, text)
         stats["generated_tokens"] += end - start
         code = extract_code(text)
-        turn = Turn(index=index, start=start, end=end, policy_version=sample.oldest,
-                    finish_reason=sample.finish_reason, text=text, code=code,
-                    newest_version=sample.newest if sample.newest != sample.oldest else None)
+        turn = Turn(
+            index=index,
+            start=start,
+            end=end,
+            policy_version=sample.oldest,
+            finish_reason=sample.finish_reason,
+            text=text,
+            code=code,
+            newest_version=sample.newest if sample.newest != sample.oldest else None,
+        )
         traj.turns.append(turn)
         if code is None:
             verdict = format_failure(sample.finish_reason)
@@ -165,8 +195,9 @@ async def run_episode(
             result = await verify(task.reference_code, code, task.entry_point)
             stats["verify_s"] += time.perf_counter() - t0
             stats["verify_calls"] += 1
-            verdict = score(result if isinstance(result, VerifyResult) else VerifyResult.model_validate(result),
-                            reward_cfg)
+            verdict = score(
+                result if isinstance(result, VerifyResult) else VerifyResult.model_validate(result), reward_cfg
+            )
             turn.verdict = verdict.model_dump(mode="json")
             if verdict.status == "infra_error":
                 turn.masked = True
@@ -192,7 +223,12 @@ async def run_episode(
     traj.response_mask = list(stream.mask)
     traj.response_logprobs = list(stream.logprobs)
     traj.end_reason = end_reason
-    traj.metrics = {**stats, "turns": float(len(traj.turns)), "prompt_tokens": float(len(traj.prompt_ids)),
-                    "total_tokens": float(traj.num_tokens), "episode_s": time.perf_counter() - t_start}
+    traj.metrics = {
+        **stats,
+        "turns": float(len(traj.turns)),
+        "prompt_tokens": float(len(traj.prompt_ids)),
+        "total_tokens": float(traj.num_tokens),
+        "episode_s": time.perf_counter() - t_start,
+    }
     traj.check_aligned()
     return traj

@@ -50,7 +50,7 @@ class TokenStream:
 
     @property
     def response_ids(self) -> list[int]:
-        return self._ids[len(self.prompt_ids):]
+        return self._ids[len(self.prompt_ids) :]
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -67,7 +67,7 @@ class TokenStream:
         self._commit(merge, assistant_logprobs=[float(x) for x in logprobs])
         end = len(self.mask)
         start = end - merge.appended_token_count
-        if self._ids[len(self.prompt_ids) + start:] != list(token_ids):
+        if self._ids[len(self.prompt_ids) + start :] != list(token_ids):
             raise RuntimeError("the token builder changed sampled ids; refusing to train on re-tokenised text")
         self.messages.append({"role": "assistant", "content": text})
         return start, end
@@ -93,12 +93,15 @@ class TokenStream:
         if merge.removed_prefix_token_count:
             raise RuntimeError("the token builder dropped tokens already in the stream; sampled ids would change")
         self.mask, logprobs = self._builder.align_response_metadata(
-            merge, self.mask, self.logprobs, assistant_logprobs=assistant_logprobs)
+            merge, self.mask, self.logprobs, assistant_logprobs=assistant_logprobs
+        )
         self.logprobs = list(logprobs or [])
         self._ids = list(merge.token_ids)
         if len(self._ids) - len(self.prompt_ids) != len(self.mask) or len(self.mask) != len(self.logprobs):
-            raise RuntimeError(f"token stream out of step: {len(self._ids) - len(self.prompt_ids)} response ids, "
-                               f"{len(self.mask)} mask, {len(self.logprobs)} log-probs")
+            raise RuntimeError(
+                f"token stream out of step: {len(self._ids) - len(self.prompt_ids)} response ids, "
+                f"{len(self.mask)} mask, {len(self.logprobs)} log-probs"
+            )
 
 
 def _turn_end_id(tokenizer: Any) -> int:

@@ -99,10 +99,12 @@ class Trajectory:
         """Raise if the token arrays or turn spans disagree (a bug upstream, never silently trained on)."""
         n = len(self.response_ids)
         if len(self.response_mask) != n or len(self.response_logprobs) != n:
-            raise ValueError(f"trajectory {self.group_id}/{self.sample_index}: ids {n}, mask "
-                             f"{len(self.response_mask)}, logprobs {len(self.response_logprobs)}")
+            raise ValueError(
+                f"trajectory {self.group_id}/{self.sample_index}: ids {n}, mask "
+                f"{len(self.response_mask)}, logprobs {len(self.response_logprobs)}"
+            )
         last = 0
         for t in self.turns:
-            if not (last <= t.start <= t.end <= n) or any(m != 1 for m in self.response_mask[t.start:t.end]):
+            if not (last <= t.start <= t.end <= n) or any(m != 1 for m in self.response_mask[t.start : t.end]):
                 raise ValueError(f"trajectory {self.group_id}/{self.sample_index}: bad span of turn {t.index}")
             last = t.end

@@ -45,8 +45,9 @@ def _evaluate(model, tokenizer, tasks, cfg: DemoConfig, out: Path, log: Callable
     result = evaluate_policy(model, tokenizer, tasks, cfg.sft.eval, cfg.data.prompt_style)
     (out / "eval_records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in result["records"]))
     for mode, rates in result["modes"].items():
-        log(f"eval {mode}: compile {rates['compile_rate']:.0%} correct {rates['correct_rate']:.0%}"
-            f" of {rates['judged']}")
+        log(
+            f"eval {mode}: compile {rates['compile_rate']:.0%} correct {rates['correct_rate']:.0%} of {rates['judged']}"
+        )
     return {"eval": result["modes"], "eval_wall_s": round(time.monotonic() - t0, 1)}
 
 
@@ -69,8 +70,13 @@ def evaluate_checkpoint(cfg: DemoConfig, checkpoint: str | Path, log: Callable[[
     device, tasks = _device_and_tasks(cfg)
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[cfg.sft.dtype]).to(device)
-    summary = {"checkpoint": str(path), "device": str(device), "threads": torch.get_num_threads(),
-               **_evaluate(model, tokenizer, tasks, cfg, path, log), "eval_config": cfg.sft.eval.model_dump()}
+    summary = {
+        "checkpoint": str(path),
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        **_evaluate(model, tokenizer, tasks, cfg, path, log),
+        "eval_config": cfg.sft.eval.model_dump(),
+    }
     (path / "eval.json").write_text(json.dumps(summary, indent=2))
     return summary
 
@@ -111,8 +117,10 @@ def run_sft_stage(cfg: DemoConfig, log: Callable[[str], None] = _log.info) -> di
             metrics.write(json.dumps(entry.as_dict()) + "\n")
             metrics.flush()
             if entry.step == 1 or entry.step % cfg.sft.log_every == 0:
-                log(f"step {entry.step} epoch {entry.epoch:.2f} loss {entry.loss:.4f} lr {entry.lr:.2e}"
-                    f" ({entry.elapsed_s:.0f}s)")
+                log(
+                    f"step {entry.step} epoch {entry.epoch:.2f} loss {entry.loss:.4f} lr {entry.lr:.2e}"
+                    f" ({entry.elapsed_s:.0f}s)"
+                )
 
         t0 = time.monotonic()
         history = train_sft(model, examples, cfg.sft, pad_id, log=on_step)

@@ -80,10 +80,7 @@ def load_task(folder: Path) -> Task:
         raise TaskError(f"task {folder}: invalid {META_FILE}: {err}") from err
     if meta.name != folder.name:
         raise TaskError(f"task {folder}: {META_FILE} name {meta.name!r} differs from the folder name")
-    solutions = {
-        p.stem[len(SOLUTION_PREFIX) :]: p.read_text()
-        for p in sorted(folder.glob(f"{SOLUTION_PREFIX}*.py"))
-    }
+    solutions = {p.stem[len(SOLUTION_PREFIX) :]: p.read_text() for p in sorted(folder.glob(f"{SOLUTION_PREFIX}*.py"))}
     if not solutions:
         raise TaskError(f"task {folder}: no {SOLUTION_PREFIX}<label>.py files")
     reference = ref_path.read_text()

@@ -14,8 +14,9 @@ from drkernel.data.reader import write_rows
 from drkernel.tasks.loader import library_path
 
 
-def build_prompt_pool(out: str | Path, tasks_dir: str | Path | None = None, style: str = "compact",
-                      data_source: str = "drkernel_tasks") -> Path:
+def build_prompt_pool(
+    out: str | Path, tasks_dir: str | Path | None = None, style: str = "compact", data_source: str = "drkernel_tasks"
+) -> Path:
     """Write the pool of `tasks_dir` (default: the shipped library) to `out`; a broken task is an error."""
     refs, errors = discover(tasks_dir or library_path())
     if errors:

@@ -34,14 +34,41 @@ PACKAGES = ("drkernel-ray", "torch", "transformers", "ray", "verl", "triton", "n
 # Config keys a resumed run may change: placement, resources, logging, the finished SFT stage. Everything
 # else (model shape, tokenizer, algorithm, batch sizes, rewards, learning rate, sampling) must match.
 RESUMABLE_KEYS = (
-    "trainer.total_steps", "trainer.checkpoint_every", "trainer.output_dir", "trainer.device",
-    "trainer.num_workers", "trainer.cpus_per_worker", "trainer.num_threads", "trainer.micro_batch_size",
-    "policy.engine", "policy.model_path", "policy.device", "policy.num_replicas", "policy.max_batch_size",
-    "policy.batch_wait_timeout_s", "policy.cpus_per_replica", "policy.num_threads", "policy.app_name",
-    "policy.route_prefix", "policy.served_model_name", "policy.api_token_env", "policy.http_*",
-    "rollout.num_workers", "rollout.groups_per_worker", "rollout.cpus_per_worker", "rollout.sample_retries",
-    "verifier.app_name", "verifier.num_replicas", "verifier.max_concurrency", "verifier.cpus_per_replica",
-    "verifier.injected_latency_s", "logging.*", "rl_data.num_epochs", "sft.*", "data.*", "model.output_dir",
+    "trainer.total_steps",
+    "trainer.checkpoint_every",
+    "trainer.output_dir",
+    "trainer.device",
+    "trainer.num_workers",
+    "trainer.cpus_per_worker",
+    "trainer.num_threads",
+    "trainer.micro_batch_size",
+    "policy.engine",
+    "policy.model_path",
+    "policy.device",
+    "policy.num_replicas",
+    "policy.max_batch_size",
+    "policy.batch_wait_timeout_s",
+    "policy.cpus_per_replica",
+    "policy.num_threads",
+    "policy.app_name",
+    "policy.route_prefix",
+    "policy.served_model_name",
+    "policy.api_token_env",
+    "policy.http_*",
+    "rollout.num_workers",
+    "rollout.groups_per_worker",
+    "rollout.cpus_per_worker",
+    "rollout.sample_retries",
+    "verifier.app_name",
+    "verifier.num_replicas",
+    "verifier.max_concurrency",
+    "verifier.cpus_per_replica",
+    "verifier.injected_latency_s",
+    "logging.*",
+    "rl_data.num_epochs",
+    "sft.*",
+    "data.*",
+    "model.output_dir",
 )
 
 
@@ -125,8 +152,11 @@ def provenance() -> dict[str, Any]:
         except metadata.PackageNotFoundError:
             versions[name] = None
     status = git("status", "--porcelain")
-    return {"git_commit": git("rev-parse", "HEAD"), "git_dirty": bool(status) if status is not None else None,
-            "packages": versions}
+    return {
+        "git_commit": git("rev-parse", "HEAD"),
+        "git_dirty": bool(status) if status is not None else None,
+        "packages": versions,
+    }
 
 
 def _json_or_raise(data: Any, what: str) -> str:
@@ -136,9 +166,17 @@ def _json_or_raise(data: Any, what: str) -> str:
         raise ValueError(f"{what} must be JSON-able: {e}") from None
 
 
-def save_checkpoint(root: str | Path, step: int, *, model: Any, tokenizer: Any, optimizer_state: Mapping[str, Any],
-                    config: Mapping[str, Any], extra: Mapping[str, Any],
-                    model_state: Mapping[str, torch.Tensor] | None = None) -> Path:
+def save_checkpoint(
+    root: str | Path,
+    step: int,
+    *,
+    model: Any,
+    tokenizer: Any,
+    optimizer_state: Mapping[str, Any],
+    config: Mapping[str, Any],
+    extra: Mapping[str, Any],
+    model_state: Mapping[str, torch.Tensor] | None = None,
+) -> Path:
     """Write checkpoint `step` under `root` and point `root/latest` at it; returns its folder.
 
     `model` is the HF model (its config and save logic); `model_state`, when given, is the full state dict to

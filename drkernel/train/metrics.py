@@ -15,8 +15,15 @@ from typing import Any
 class MetricsWriter:
     """Fans one step's metrics out to the enabled sinks; close() flushes them."""
 
-    def __init__(self, out_dir: str | Path, jsonl: bool = True, tensorboard: bool = True, wandb: bool = False,
-                 wandb_project: str = "drkernel-ray", run_config: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        out_dir: str | Path,
+        jsonl: bool = True,
+        tensorboard: bool = True,
+        wandb: bool = False,
+        wandb_project: str = "drkernel-ray",
+        run_config: dict[str, Any] | None = None,
+    ) -> None:
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._jsonl = (self.out_dir / "metrics.jsonl").open("a") if jsonl else None

@@ -28,14 +28,16 @@ from drkernel.verify.sandbox import capture_output, isolate
 CANDIDATE_MEMORY_SHARE = 0.3
 
 
-def _coverage_fn(observer: Observer, backend: Any,
-                 model: Any) -> Callable[[list[Any]], tuple[dict[str, Any], list[Any]]]:
+def _coverage_fn(
+    observer: Observer, backend: Any, model: Any
+) -> Callable[[list[Any]], tuple[dict[str, Any], list[Any]]]:
     def measure(sets: list[Any]) -> tuple[dict[str, Any], list[Any]]:
         from drkernel.verify import coverage
 
         if backend.name == "cpu":
             return coverage.cpu_coverage(observer.recorder, model, sets)
         return coverage.device_coverage(observer.recorder, backend, model, sets)
+
     return measure
 
 
@@ -44,8 +46,12 @@ def main(spec: dict[str, Any], conn: Any) -> None:
     from drkernel.verify import preload
 
     try:
-        layers = isolate(spec["workdir"], on_accelerator=spec["device"] != "cpu",
-                         memory_limit_mb=spec["memory_limit_mb"], env=env_for(spec["device"]))
+        layers = isolate(
+            spec["workdir"],
+            on_accelerator=spec["device"] != "cpu",
+            memory_limit_mb=spec["memory_limit_mb"],
+            env=env_for(spec["device"]),
+        )
         layers["preloaded"] = "yes" if preload.preloaded() else "NO (fork-server preload failed)"
         capture_output(spec["workdir"])
         backend = make_backend(spec["device"])
@@ -70,16 +76,27 @@ def main(spec: dict[str, Any], conn: Any) -> None:
         observer.check_tamper()
         modelled = spec["device"] == "cpu" and spec["options"].get("timing") == "cpu_model"
         committed, state = trace.commit_state(model, vars(sys.modules["candidate"])) if modelled else (None, {})
-        protocol.send(conn, {"type": "loaded", "load_s": load_s, "kernels": sorted(observer.kernel_names),
-                             "launch_hook": observer.recorder.hook_api, "aliased": aliased, "state": committed})
-        runner = Runner(conn, backend, model, observer.observe, observer.evidence,
-                        _coverage_fn(observer, backend, model))
+        protocol.send(
+            conn,
+            {
+                "type": "loaded",
+                "load_s": load_s,
+                "kernels": sorted(observer.kernel_names),
+                "launch_hook": observer.recorder.hook_api,
+                "aliased": aliased,
+                "state": committed,
+            },
+        )
+        runner = Runner(
+            conn, backend, model, observer.observe, observer.evidence, _coverage_fn(observer, backend, model)
+        )
         if modelled:
             runner.trace = lambda inputs: trace.record(lambda: model(*inputs), inputs, state, flatten)
         runner.serve()
     except Fault as f:
-        protocol.send(conn, {"type": "fault", "kind": f.kind, "message": f.message, "detail": f.detail,
-                             "phase": "load"})
+        protocol.send(
+            conn, {"type": "fault", "kind": f.kind, "message": f.message, "detail": f.detail, "phase": "load"}
+        )
     except (EOFError, BrokenPipeError, ConnectionResetError):
         pass  # the judge decided and went away
     finally:
@@ -96,8 +113,14 @@ def main(spec: dict[str, Any], conn: Any) -> None:
         pass
 
 
-def _load(spec: dict[str, Any], observer: Observer, backend: Any, ref_module: Any, init_args: list[Any],
-          init_kwargs: dict[str, Any]) -> tuple[Any, bool, float]:
+def _load(
+    spec: dict[str, Any],
+    observer: Observer,
+    backend: Any,
+    ref_module: Any,
+    init_args: list[Any],
+    init_kwargs: dict[str, Any],
+) -> tuple[Any, bool, float]:
     t0 = time.perf_counter()
     path = spec["candidate_path"]
     try:

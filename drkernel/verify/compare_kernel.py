@@ -56,8 +56,14 @@ def _compare_block(r_ptr, c_ptr, part_ptr, n, atol, rtol, BLOCK: tl.constexpr):
 
 def eligible(r: torch.Tensor, c: torch.Tensor) -> bool:
     """Whether the one-pass kernel applies: same-typed large floating tensors on a CUDA device."""
-    return (r.device.type == "cuda" and c.device == r.device and r.dtype in DTYPES and c.dtype == r.dtype
-            and r.shape == c.shape and r.numel() >= MIN_ELEMENTS)
+    return (
+        r.device.type == "cuda"
+        and c.device == r.device
+        and r.dtype in DTYPES
+        and c.dtype == r.dtype
+        and r.shape == c.shape
+        and r.numel() >= MIN_ELEMENTS
+    )
 
 
 def stats(r: torch.Tensor, c: torch.Tensor, atol: float, rtol: float) -> tuple[int, int, bool, float, float, float]:
@@ -68,6 +74,7 @@ def stats(r: torch.Tensor, c: torch.Tensor, atol: float, rtol: float) -> tuple[i
     blocks = triton.cdiv(n, BLOCK)
     p = torch.empty((blocks, COLUMNS), dtype=torch.float64, device=rf.device)
     _compare_block[(blocks,)](rf, cf, p, n, float(atol), float(rtol), BLOCK=BLOCK)
-    nan_bad, inf_bad, not_close, worst, err2, ref2 = torch.stack([
-        p[:, 0].sum(), p[:, 1].sum(), p[:, 2].sum(), p[:, 3].max(), p[:, 4].sum(), p[:, 5].sum()]).tolist()
-    return int(nan_bad), int(inf_bad), not_close == 0, worst, err2 ** 0.5, ref2 ** 0.5
+    nan_bad, inf_bad, not_close, worst, err2, ref2 = torch.stack(
+        [p[:, 0].sum(), p[:, 1].sum(), p[:, 2].sum(), p[:, 3].max(), p[:, 4].sum(), p[:, 5].sum()]
+    ).tolist()
+    return int(nan_bad), int(inf_bad), not_close == 0, worst, err2**0.5, ref2**0.5

@@ -40,12 +40,18 @@ def cpu_coverage(recorder: LaunchRecorder, model: Any, sets: list[Any]) -> tuple
         recorder.track_foreign = False
     calls = max(len(sets), 1)
     fraction = min(1.0, kernel / total) if total > 0 else None
-    return {"kernel_ms_per_call": kernel / calls * 1e3, "fraction": fraction, "source": "cpu_wall_net",
-            "detail": {"forward_ms_per_call": total / calls * 1e3}, "collisions": []}, outputs
+    return {
+        "kernel_ms_per_call": kernel / calls * 1e3,
+        "fraction": fraction,
+        "source": "cpu_wall_net",
+        "detail": {"forward_ms_per_call": total / calls * 1e3},
+        "collisions": [],
+    }, outputs
 
 
-def device_coverage(recorder: LaunchRecorder, backend: Any, model: Any,
-                    sets: list[Any]) -> tuple[dict[str, Any], list[Any]]:
+def device_coverage(
+    recorder: LaunchRecorder, backend: Any, model: Any, sets: list[Any]
+) -> tuple[dict[str, Any], list[Any]]:
     launched: Counter[str] = Counter()
     outputs: list[Any] = []
 
@@ -63,7 +69,14 @@ def device_coverage(recorder: LaunchRecorder, backend: Any, model: Any,
     mine_names = {n for n in launched if events[n] == launched[n]}
     total = sum(d for _, d in kernels)
     mine = sum(d for name, d in kernels if name in mine_names)
-    return {"kernel_ms_per_call": mine / 1e3 / calls, "fraction": (mine / total) if total > 0 else None,
-            "source": backend.coverage_source, "collisions": collisions[:10],
-            "detail": {"profiler_setup_s": setup_s, "profiler_kernel_ms_per_call": total / 1e3 / calls,
-                       "profiler_kernels": float(len(kernels))}}, outputs
+    return {
+        "kernel_ms_per_call": mine / 1e3 / calls,
+        "fraction": (mine / total) if total > 0 else None,
+        "source": backend.coverage_source,
+        "collisions": collisions[:10],
+        "detail": {
+            "profiler_setup_s": setup_s,
+            "profiler_kernel_ms_per_call": total / 1e3 / calls,
+            "profiler_kernels": float(len(kernels)),
+        },
+    }, outputs

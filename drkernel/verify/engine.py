@@ -114,8 +114,9 @@ class Verifier:
         """Which devices exist, asked of a fork-server child (this also warms that fork-server), and
         whether the fork-server really preloaded the harness (loud if not)."""
         recv, send = self._ctx.Pipe(duplex=False)
-        proc = ChildProcess(target=_entry, args=("drkernel.verify.preload", "probe", send), daemon=True,
-                            interpret=interpret)
+        proc = ChildProcess(
+            target=_entry, args=("drkernel.verify.preload", "probe", send), daemon=True, interpret=interpret
+        )
         proc.start()
         send.close()
         try:
@@ -128,14 +129,18 @@ class Verifier:
             proc.join(5)
             if proc.exitcode is None:
                 proc.kill()
-        self.server_info = {"preloaded": bool(info.get("preloaded")), "package_root": PACKAGE_ROOT,
-                            "interpret": interpret}
+        self.server_info = {
+            "preloaded": bool(info.get("preloaded")),
+            "package_root": PACKAGE_ROOT,
+            "interpret": interpret,
+        }
         self.device_memory = {str(k): int(v) for k, v in info.get("memory", {}).items()}
         if not info.get("preloaded"):
             raise PreloadFailed(
                 "the verifier's fork-server could not import drkernel.verify.preload (torch, Triton and the harness); "
                 f"it was started with {PACKAGE_ROOT} on PYTHONPATH. Check that torch and triton import in a fresh "
-                "`python -c 'import drkernel.verify.preload'` with that PYTHONPATH.")
+                "`python -c 'import drkernel.verify.preload'` with that PYTHONPATH."
+            )
         return {str(k): bool(v) for k, v in info.get("devices", {}).items()}
 
     def __enter__(self) -> Verifier:
@@ -171,7 +176,9 @@ class Verifier:
         kernels: list[str] = []
         if gate:
             result = check_source(candidate, options.require_triton)
-            v.check("static_gate", result.passed, result.message or f"kernels: {', '.join(result.triton_kernels) or 'none'}")
+            v.check(
+                "static_gate", result.passed, result.message or f"kernels: {', '.join(result.triton_kernels) or 'none'}"
+            )
             if not result.passed:
                 v.fail(str(result.kind), result.message)
                 if result.kind == "forbidden":
@@ -193,8 +200,9 @@ class Verifier:
             result.details["oom_retry"] = "ran out of device memory beside other evaluations; judged again alone"
         return result
 
-    def _guarded(self, reference: str, candidate: str, options: VerifyOptions, v: Verdict, kernels: list[str],
-                 t0: float) -> VerifyResult:
+    def _guarded(
+        self, reference: str, candidate: str, options: VerifyOptions, v: Verdict, kernels: list[str], t0: float
+    ) -> VerifyResult:
         try:
             return self._evaluate(reference, candidate, options, v, kernels, t0)
         except _Infra as e:
@@ -211,15 +219,22 @@ class Verifier:
             if "num_warmup" not in options.model_fields_set:
                 warmup = CPU_WARMUP
         return {
-            "device": self.device, "workdir": workdir, "entry_point": options.entry_point,
+            "device": self.device,
+            "workdir": workdir,
+            "entry_point": options.entry_point,
             "candidate_path": os.path.join(workdir, "candidate.py"),
             "reference_path": os.path.join(workdir, "reference.py"),
-            "require_triton": options.require_triton, "num_perf_trials": perf_trials, "num_warmup": warmup,
-            "memory_limit_mb": options.memory_limit_mb, "gate_kernels": kernels, "options": options.model_dump(),
+            "require_triton": options.require_triton,
+            "num_perf_trials": perf_trials,
+            "num_warmup": warmup,
+            "memory_limit_mb": options.memory_limit_mb,
+            "gate_kernels": kernels,
+            "options": options.model_dump(),
         }
 
-    def _evaluate(self, reference: str, candidate: str, options: VerifyOptions, v: Verdict, kernels: list[str],
-                  t0: float) -> VerifyResult:
+    def _evaluate(
+        self, reference: str, candidate: str, options: VerifyOptions, v: Verdict, kernels: list[str], t0: float
+    ) -> VerifyResult:
         root = tempfile.mkdtemp(prefix="drkernel-verify-")
         modelled = self.device == "cpu" and options.timing == "cpu_model"  # + a replay child (drkernel.verify.replay)
         roles = ("judge", "reference", "candidate") + (("replay",) if modelled else ())
@@ -230,7 +245,7 @@ class Verifier:
                 os.mkdir(d, 0o700)
                 with open(os.path.join(d, "reference.py"), "w") as f:
                     f.write(reference)
-            for role in ("candidate", "replay")[:1 + modelled]:
+            for role in ("candidate", "replay")[: 1 + modelled]:
                 with open(os.path.join(dirs[role], "candidate.py"), "w") as f:
                     f.write(candidate)
             caller_end, judge_end = self._ctx.Pipe()
@@ -250,8 +265,9 @@ class Verifier:
                     spec = self._spec(options, dirs[role], kernels)
                     if role == "judge":
                         spec["reference_path"] = os.path.join(dirs["judge"], "reference.py")
-                    p = ChildProcess(target=_entry, daemon=True, interpret=self._interpret,
-                                     args=(module, "main", spec, *ends))
+                    p = ChildProcess(
+                        target=_entry, daemon=True, interpret=self._interpret, args=(module, "main", spec, *ends)
+                    )
                     p.start()
                     procs[role] = p
                     with self._live_lock:
@@ -281,8 +297,9 @@ class Verifier:
 class _Conversation:
     """The caller's side of one evaluation: the judge's JSON messages, the timeout, deaths, the lock."""
 
-    def __init__(self, verifier: Verifier, options: VerifyOptions, v: Verdict, procs: dict[str, Any], conn: Any,
-                 t_fork: float) -> None:
+    def __init__(
+        self, verifier: Verifier, options: VerifyOptions, v: Verdict, procs: dict[str, Any], conn: Any, t_fork: float
+    ) -> None:
         self.verifier, self.options, self.v, self.procs, self.conn = verifier, options, v, procs, conn
         self.t_fork = t_fork
         self.deadline = time.perf_counter() + options.timeout_s
@@ -387,7 +404,10 @@ class _Conversation:
         self.v.compiled = self.compiled
         self.v.loaded = self.loaded
         self.v.correct = False
-        self.v.error = {"kind": "timeout", "message": f"evaluation exceeded {self.options.timeout_s:g} s during {self.phase}"}
+        self.v.error = {
+            "kind": "timeout",
+            "message": f"evaluation exceeded {self.options.timeout_s:g} s during {self.phase}",
+        }
         return self.v
 
 
@@ -501,7 +521,9 @@ def _accelerator_nodes() -> bool:
     return bool(glob.glob("/dev/nvidia[0-9]*") or os.path.exists("/dev/nvidiactl") or glob.glob("/dev/davinci[0-9]*"))
 
 
-def _infra_result(kind: str, message: str, device: str, t0: float, details: dict[str, Any] | None = None) -> VerifyResult:
+def _infra_result(
+    kind: str, message: str, device: str, t0: float, details: dict[str, Any] | None = None
+) -> VerifyResult:
     return VerifyResult.infra(kind, message, device, time.perf_counter() - t0, details)  # type: ignore[arg-type]
 
 
@@ -513,7 +535,8 @@ def verify(reference: str, candidate: str, options: VerifyOptions | None = None)
     except DeviceUnavailable as e:
         return _infra_result("usage", str(e), options.device, time.perf_counter())
     except Exception as e:  # the fork-server or the device probe failed: no verdict
-        return _infra_result("infra", f"could not start the verifier: {type(e).__name__}: {e}", options.device,
-                             time.perf_counter())
+        return _infra_result(
+            "infra", f"could not start the verifier: {type(e).__name__}: {e}", options.device, time.perf_counter()
+        )
     with verifier:
         return verifier.verify(reference, candidate, options)

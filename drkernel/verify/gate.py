@@ -38,39 +38,135 @@ from typing import Any
 # name is then checked like an attribute of the module).
 ALLOWED_MODULES = frozenset(
     {
-        "torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.parameter", "torch.autograd",
-        "torch.cuda", "torch.npu", "triton", "triton.language", "triton.language.math",
-        "triton.language.extra", "triton.language.extra.libdevice", "triton.language.extra.cuda",
-        "triton.language.extra.cuda.libdevice", "triton.language.extra.hip", "triton.language.extra.hip.libdevice",
-        "torch.utils.checkpoint", "math", "functools", "typing", "__future__", "itertools", "collections",
-        "collections.abc", "random",
+        "torch",
+        "torch.nn",
+        "torch.nn.functional",
+        "torch.nn.init",
+        "torch.nn.parameter",
+        "torch.autograd",
+        "torch.cuda",
+        "torch.npu",
+        "triton",
+        "triton.language",
+        "triton.language.math",
+        "triton.language.extra",
+        "triton.language.extra.libdevice",
+        "triton.language.extra.cuda",
+        "triton.language.extra.cuda.libdevice",
+        "triton.language.extra.hip",
+        "triton.language.extra.hip.libdevice",
+        "torch.utils.checkpoint",
+        "math",
+        "functools",
+        "typing",
+        "__future__",
+        "itertools",
+        "collections",
+        "collections.abc",
+        "random",
     }
 )
 # Dotted paths (and everything under them) that stay closed although their root module is allowed.
 DENIED_PATHS = (
-    "torch.compile", "torch.jit", "torch.utils", "torch.hub", "torch.library", "torch.load", "torch.save",
-    "torch.multiprocessing", "torch.distributed", "torch.autograd.profiler", "torch.autograd.graph",
-    "torch.package", "torch.export", "torch.fx", "torch.onnx", "torch.testing", "torch.random", "torch.seed",
-    "torch.overrides", "torch.profiler", "torch.classes", "torch.cuda.memory",
-    "triton.knobs", "triton.runtime", "triton.compiler", "triton.compile", "triton.testing", "triton.tools",
-    "triton.backends", "triton.profiler", "triton.language.extra.libdevice.inline_asm_elementwise",
-    "torch.serialization", "torch.from_file", "torch.ops.import_module", "torch.ops.load_library",
-    "torch.storage", "torch.UntypedStorage.from_file", "torch.TypedStorage.from_file",
+    "torch.compile",
+    "torch.jit",
+    "torch.utils",
+    "torch.hub",
+    "torch.library",
+    "torch.load",
+    "torch.save",
+    "torch.multiprocessing",
+    "torch.distributed",
+    "torch.autograd.profiler",
+    "torch.autograd.graph",
+    "torch.package",
+    "torch.export",
+    "torch.fx",
+    "torch.onnx",
+    "torch.testing",
+    "torch.random",
+    "torch.seed",
+    "torch.overrides",
+    "torch.profiler",
+    "torch.classes",
+    "torch.cuda.memory",
+    "triton.knobs",
+    "triton.runtime",
+    "triton.compiler",
+    "triton.compile",
+    "triton.testing",
+    "triton.tools",
+    "triton.backends",
+    "triton.profiler",
+    "triton.language.extra.libdevice.inline_asm_elementwise",
+    "torch.serialization",
+    "torch.from_file",
+    "torch.ops.import_module",
+    "torch.ops.load_library",
+    "torch.storage",
+    "torch.UntypedStorage.from_file",
+    "torch.TypedStorage.from_file",
 )
 OPEN_UNDER_DENIED = ("torch.utils.checkpoint.", "torch.utils.checkpoint")  # recomputation only
 # Attribute names closed on any object: streams and graphs (work the harness's events do not see,
 # replayed results), hook and mode machinery, profilers, seeds, native loading, frame objects.
 DENIED_ATTRS = frozenset(
     {
-        "Stream", "ExternalStream", "StreamContext", "stream", "set_stream", "wait_stream", "CUDAGraph", "graph",
-        "graphs", "make_graphed_callables", "TorchFunctionMode", "TorchDispatchMode", "overrides", "profiler",
-        "record_function", "cpp_extension", "load_inline", "load_library", "knobs", "launch_enter_hook",
-        "launch_exit_hook", "initial_seed", "get_rng_state", "set_rng_state", "manual_seed", "settrace",
-        "setprofile", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "tb_frame", "tb_next", "gi_frame",
-        "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "inline_asm_elementwise", "get_device_module",
-        "get_type_hints", "get_args", "get_origin", "mro",
+        "Stream",
+        "ExternalStream",
+        "StreamContext",
+        "stream",
+        "set_stream",
+        "wait_stream",
+        "CUDAGraph",
+        "graph",
+        "graphs",
+        "make_graphed_callables",
+        "TorchFunctionMode",
+        "TorchDispatchMode",
+        "overrides",
+        "profiler",
+        "record_function",
+        "cpp_extension",
+        "load_inline",
+        "load_library",
+        "knobs",
+        "launch_enter_hook",
+        "launch_exit_hook",
+        "initial_seed",
+        "get_rng_state",
+        "set_rng_state",
+        "manual_seed",
+        "settrace",
+        "setprofile",
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+        "f_code",
+        "tb_frame",
+        "tb_next",
+        "gi_frame",
+        "gi_code",
+        "cr_frame",
+        "cr_code",
+        "ag_frame",
+        "ag_code",
+        "inline_asm_elementwise",
+        "get_device_module",
+        "get_type_hints",
+        "get_args",
+        "get_origin",
+        "mro",
         # files and loaders on any object (`ndarray.tofile`, `Storage.from_file`, `torch.ops.import_module`)
-        "tofile", "fromfile", "from_file", "dump", "dumps", "save", "import_module", "ctypes",
+        "tofile",
+        "fromfile",
+        "from_file",
+        "dump",
+        "dumps",
+        "save",
+        "import_module",
+        "ctypes",
         # the candidate's device-memory cap (candidate_process) is the harness's to set
         "set_per_process_memory_fraction",
     }
@@ -78,21 +174,83 @@ DENIED_ATTRS = frozenset(
 # Private library helpers honest PyTorch code calls (nn.Linear's own init recipe, conv argument helpers).
 ALLOWED_PRIVATE = frozenset(
     {
-        "torch.nn.init._calculate_fan_in_and_fan_out", "torch.nn.init._calculate_correct_fan",
-        "torch.nn.modules.utils._pair", "torch.nn.modules.utils._single", "torch.nn.modules.utils._triple",
+        "torch.nn.init._calculate_fan_in_and_fan_out",
+        "torch.nn.init._calculate_correct_fan",
+        "torch.nn.modules.utils._pair",
+        "torch.nn.modules.utils._single",
+        "torch.nn.modules.utils._triple",
         "torch.nn.modules.utils._ntuple",
     }
 )
 # Names of torch/triton submodules: module objects may not travel as values (see _value_context).
 MODULE_NAMES = frozenset(
     {
-        "torch", "triton", "nn", "functional", "init", "cuda", "npu", "xpu", "mps", "cpu", "backends", "cudnn",
-        "matmul", "mkldnn", "linalg", "fft", "special", "sparse", "autograd", "utils", "checkpoint", "ops", "amp",
-        "library", "overrides", "distributed", "multiprocessing", "jit", "onnx", "fx", "random", "testing", "hub",
-        "profiler", "futures", "masked", "nested", "quantization", "ao", "export", "func", "compiler", "storage",
-        "serialization", "types", "modules", "module", "parameter", "language", "extra", "libdevice", "math",
-        "core", "runtime", "knobs", "tools", "standard", "semantic", "functools", "itertools", "typing",
-        "collections", "aten", "prims", "hip", "nvidia",
+        "torch",
+        "triton",
+        "nn",
+        "functional",
+        "init",
+        "cuda",
+        "npu",
+        "xpu",
+        "mps",
+        "cpu",
+        "backends",
+        "cudnn",
+        "matmul",
+        "mkldnn",
+        "linalg",
+        "fft",
+        "special",
+        "sparse",
+        "autograd",
+        "utils",
+        "checkpoint",
+        "ops",
+        "amp",
+        "library",
+        "overrides",
+        "distributed",
+        "multiprocessing",
+        "jit",
+        "onnx",
+        "fx",
+        "random",
+        "testing",
+        "hub",
+        "profiler",
+        "futures",
+        "masked",
+        "nested",
+        "quantization",
+        "ao",
+        "export",
+        "func",
+        "compiler",
+        "storage",
+        "serialization",
+        "types",
+        "modules",
+        "module",
+        "parameter",
+        "language",
+        "extra",
+        "libdevice",
+        "math",
+        "core",
+        "runtime",
+        "knobs",
+        "tools",
+        "standard",
+        "semantic",
+        "functools",
+        "itertools",
+        "typing",
+        "collections",
+        "aten",
+        "prims",
+        "hip",
+        "nvidia",
     }
 )
 HOOK_ATTR = re.compile(r"register_.*hook|register_module_")
@@ -102,31 +260,123 @@ REACHABLE_PACKAGES = ("torch", "triton")
 # public attribute of the allowed modules). Not here, so rejected: os, sys, _thread, importlib and its
 # frozen loader (`triton.language.extra.module_from_spec`), types (FunctionType builds code), ...
 CALLABLE_HOMES = frozenset(
-    {"torch", "triton", "typing", "typing_extensions", "math", "collections", "_collections", "_collections_abc",
-     "random", "_random", "itertools", "functools", "_functools", "builtins", "abc", "_abc", "reprlib", "weakref",
-     "numbers", "enum", "dataclasses", "operator", "_operator"}
+    {
+        "torch",
+        "triton",
+        "typing",
+        "typing_extensions",
+        "math",
+        "collections",
+        "_collections",
+        "_collections_abc",
+        "random",
+        "_random",
+        "itertools",
+        "functools",
+        "_functools",
+        "builtins",
+        "abc",
+        "_abc",
+        "reprlib",
+        "weakref",
+        "numbers",
+        "enum",
+        "dataclasses",
+        "operator",
+        "_operator",
+    }
 )
 # Builtins that run code, reach namespaces or files, read/write attributes by name or create classes,
 # however they are reached (a module attribute bound to one of these hides it from the name rules).
-DANGEROUS_BUILTINS = ("eval", "exec", "compile", "open", "globals", "locals", "vars", "breakpoint", "__import__",
-                      "__build_class__", "getattr", "setattr", "delattr", "hasattr", "type", "input")
+DANGEROUS_BUILTINS = (
+    "eval",
+    "exec",
+    "compile",
+    "open",
+    "globals",
+    "locals",
+    "vars",
+    "breakpoint",
+    "__import__",
+    "__build_class__",
+    "getattr",
+    "setattr",
+    "delattr",
+    "hasattr",
+    "type",
+    "input",
+)
 # Builtins that evaluate code, reach namespaces or files, or read/write attributes by computed name.
 DENIED_BUILTINS = frozenset(
     {"eval", "exec", "compile", "open", "globals", "locals", "vars", "breakpoint", "__import__", "__build_class__"}
 )
 ATTR_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
 # What Triton's code generator resolves inside a jit body (CodeGenerator.builtin_namespace, Triton 3.x).
-JIT_BUILTINS = frozenset({"len", "list", "range", "float", "int", "isinstance", "getattr", "hasattr", "print",
-                          "min", "max"})
+JIT_BUILTINS = frozenset(
+    {"len", "list", "range", "float", "int", "isinstance", "getattr", "hasattr", "print", "min", "max"}
+)
 # Methods of triton.language.tensor and tensor descriptors: the only calls on a local value in a jit body.
 TENSOR_METHODS = frozenset(
     {
-        "abs", "advance", "argmax", "argmin", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
-        "atomic_load", "atomic_max", "atomic_min", "atomic_or", "atomic_poll", "atomic_store", "atomic_xchg",
-        "atomic_xor", "broadcast_to", "cast", "cdiv", "ceil", "cos", "cumprod", "cumsum", "erf", "exp", "exp2",
-        "expand_dims", "flip", "floor", "gather", "histogram", "item", "log", "log2", "logical_and", "logical_or",
-        "max", "min", "permute", "ravel", "reduce", "reduce_or", "reshape", "rsqrt", "sigmoid", "sin", "softmax",
-        "sort", "split", "sqrt", "sqrt_rn", "store", "load", "scatter", "sum", "to", "trans", "view", "xor_sum",
+        "abs",
+        "advance",
+        "argmax",
+        "argmin",
+        "associative_scan",
+        "atomic_add",
+        "atomic_and",
+        "atomic_cas",
+        "atomic_load",
+        "atomic_max",
+        "atomic_min",
+        "atomic_or",
+        "atomic_poll",
+        "atomic_store",
+        "atomic_xchg",
+        "atomic_xor",
+        "broadcast_to",
+        "cast",
+        "cdiv",
+        "ceil",
+        "cos",
+        "cumprod",
+        "cumsum",
+        "erf",
+        "exp",
+        "exp2",
+        "expand_dims",
+        "flip",
+        "floor",
+        "gather",
+        "histogram",
+        "item",
+        "log",
+        "log2",
+        "logical_and",
+        "logical_or",
+        "max",
+        "min",
+        "permute",
+        "ravel",
+        "reduce",
+        "reduce_or",
+        "reshape",
+        "rsqrt",
+        "sigmoid",
+        "sin",
+        "softmax",
+        "sort",
+        "split",
+        "sqrt",
+        "sqrt_rn",
+        "store",
+        "load",
+        "scatter",
+        "sum",
+        "to",
+        "trans",
+        "view",
+        "xor_sum",
     }
 )
 JIT_HOST_CALLS = frozenset({"triton.cdiv", "triton.next_power_of_2"})
@@ -134,11 +384,21 @@ JIT_SCALAR_MODULES = ("math.",)  # compile-time arithmetic on constexpr scalars 
 # Kernel names that imitate library kernels as the profiler shows them (cuBLAS/cuDNN/CUTLASS GEMMs,
 # Inductor, NCCL): a candidate kernel so named could claim a library kernel's time by name.
 # Only identifiers can collide exactly; ATen's templated names (`void at::native::...<...>`) cannot.
-LIBRARY_KERNEL_NAME = re.compile(r"^(nvjet_|sm\d+_|ampere_|volta_|turing_|hopper_|blackwell_|cutlass|xmma|"
-                                 r"triton_(poi|red|per|tem)_|ncclDevKernel)")
+LIBRARY_KERNEL_NAME = re.compile(
+    r"^(nvjet_|sm\d+_|ampere_|volta_|turing_|hopper_|blackwell_|cutlass|xmma|"
+    r"triton_(poi|red|per|tem)_|ncclDevKernel)"
+)
 GLOBAL_CLASSES = frozenset(
-    {"torch.Tensor", "torch.nn.Module", "torch.nn.Parameter", "torch.autograd.Function", "torch.nn.modules.Module",
-     "torch.nn.modules.module.Module", "triton.JITFunction", "triton.language.tensor"}
+    {
+        "torch.Tensor",
+        "torch.nn.Module",
+        "torch.nn.Parameter",
+        "torch.autograd.Function",
+        "torch.nn.modules.Module",
+        "torch.nn.modules.module.Module",
+        "triton.JITFunction",
+        "triton.language.tensor",
+    }
 )
 TENSOR_CLASSES = frozenset({"torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"})
 # Receivers that are the candidate's own module/function objects (private attributes allowed; no rebinding).
@@ -270,7 +530,7 @@ class _Scanner(ast.NodeVisitor):
             path = _dotted(func)
             head = path.partition(".")[0] if path else ""
             if path and head in self.import_aliases:  # a library class builds a fresh instance
-                return not _REAL.is_class(self.import_aliases[head] + path[len(head):])
+                return not _REAL.is_class(self.import_aliases[head] + path[len(head) :])
             return True
         if isinstance(value, ast.Subscript):
             return True
@@ -355,10 +615,17 @@ class _Scanner(ast.NodeVisitor):
             return
         if isinstance(target, (ast.Attribute, ast.Subscript)):
             root = _root(target)
-            if isinstance(target, ast.Attribute) and isinstance(root, ast.Name) and root.id in self.fetched \
-                    and root.id not in self.aliases:
-                self._flag(node, f"assignment to {ast.unparse(target)}: {root.id} holds an object fetched from "
-                                 f"a call, item or attribute, not one the candidate created (monkey-patching)")
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(root, ast.Name)
+                and root.id in self.fetched
+                and root.id not in self.aliases
+            ):
+                self._flag(
+                    node,
+                    f"assignment to {ast.unparse(target)}: {root.id} holds an object fetched from "
+                    f"a call, item or attribute, not one the candidate created (monkey-patching)",
+                )
                 return
             if isinstance(root, ast.Name) and root.id not in self.aliases and root.id not in self.type_values:
                 return
@@ -370,8 +637,10 @@ class _Scanner(ast.NodeVisitor):
         annotation or aliased by a plain `X = ...`, never carried as a value (in a container, argument,
         return, default, class attribute), where no static rule could follow it to a monkey-patch."""
         child, parent = node, self.parents.get(id(node))
-        if isinstance(parent, ast.Call) and (parent.func is child or (
-                child in parent.args[:1] and isinstance(parent.func, ast.Name) and parent.func.id in ATTR_BUILTINS)):
+        if isinstance(parent, ast.Call) and (
+            parent.func is child
+            or (child in parent.args[:1] and isinstance(parent.func, ast.Name) and parent.func.id in ATTR_BUILTINS)
+        ):
             return
         if isinstance(parent, (ast.Compare, ast.ExceptHandler)):
             return
@@ -381,22 +650,32 @@ class _Scanner(ast.NodeVisitor):
             return
         if isinstance(parent, (ast.Assign, ast.NamedExpr, ast.AnnAssign)) and parent.value is child:
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-            if all(isinstance(t, ast.Name) for t in targets) and not isinstance(self.parents.get(id(parent)),
-                                                                                ast.ClassDef):
+            if all(isinstance(t, ast.Name) for t in targets) and not isinstance(
+                self.parents.get(id(parent)), ast.ClassDef
+            ):
                 return
         if isinstance(parent, ast.Tuple):
             grand = self.parents.get(id(parent))
-            if isinstance(grand, ast.ExceptHandler) or (isinstance(grand, ast.Call) and parent in grand.args[1:2]
-                                                         and isinstance(grand.func, ast.Name)
-                                                         and grand.func.id in {"isinstance", "issubclass"}):
+            if isinstance(grand, ast.ExceptHandler) or (
+                isinstance(grand, ast.Call)
+                and parent in grand.args[1:2]
+                and isinstance(grand.func, ast.Name)
+                and grand.func.id in {"isinstance", "issubclass"}
+            ):
                 return
-        if isinstance(parent, ast.Call) and child in parent.args[1:2] and isinstance(parent.func, ast.Name) \
-                and parent.func.id in {"isinstance", "issubclass"}:
+        if (
+            isinstance(parent, ast.Call)
+            and child in parent.args[1:2]
+            and isinstance(parent.func, ast.Name)
+            and parent.func.id in {"isinstance", "issubclass"}
+        ):
             return
         while parent is not None:  # inside an annotation
-            if (isinstance(parent, ast.arg) and parent.annotation is child) or (
-                    isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and parent.returns is child) or (
-                    isinstance(parent, ast.AnnAssign) and parent.annotation is child):
+            if (
+                (isinstance(parent, ast.arg) and parent.annotation is child)
+                or (isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and parent.returns is child)
+                or (isinstance(parent, ast.AnnAssign) and parent.annotation is child)
+            ):
                 return
             child, parent = parent, self.parents.get(id(parent))
         self._flag(node, f"{what} used as a value (only called, subclassed, compared or aliased)")
@@ -454,8 +733,12 @@ class _Scanner(ast.NodeVisitor):
         full = self._resolve(node)
         if id(node) not in self.ok_nodes and not (full is not None and self._chain_prefix(node)):
             self._attribute(node, in_call=False)  # a module path is judged whole, at its longest chain
-        if full is not None and isinstance(node.ctx, ast.Load) and self._module_or_class(full) \
-                and not self._chain_prefix(node):
+        if (
+            full is not None
+            and isinstance(node.ctx, ast.Load)
+            and self._module_or_class(full)
+            and not self._chain_prefix(node)
+        ):
             self._check_value(node, f"module or class {full}")
         self.visit(node.value)
 
@@ -491,8 +774,9 @@ class _Scanner(ast.NodeVisitor):
             synthetic = ast.copy_location(ast.Attribute(value=obj, attr=name.value, ctx=ast.Load()), node)
             self._attribute(synthetic, in_call=False)
             if builtin in {"setattr", "delattr"}:
-                self._check_store(ast.copy_location(ast.Attribute(value=obj, attr=name.value, ctx=ast.Store()),
-                                                    node), node)
+                self._check_store(
+                    ast.copy_location(ast.Attribute(value=obj, attr=name.value, ctx=ast.Store()), node), node
+                )
         elif self._resolve(obj) is not None or not _safe_computed_name(name):
             self._flag(node, f"{builtin} with a computed attribute name")
 
@@ -785,8 +1069,9 @@ def check_source(source: str, require_triton: bool = True) -> GateResult:
         scanner.violations = sorted(dict.fromkeys(scanner.violations), key=_line_of)
         shown = "; ".join(scanner.violations[:5])
         more = f" (+{len(scanner.violations) - 5} more)" if len(scanner.violations) > 5 else ""
-        return GateResult(False, "forbidden", f"forbidden constructs: {shown}{more}", scanner.violations,
-                          scanner.kernels)
+        return GateResult(
+            False, "forbidden", f"forbidden constructs: {shown}{more}", scanner.violations, scanner.kernels
+        )
     if require_triton and not scanner.kernels:
         return GateResult(False, "no_triton", "no @triton.jit kernel in the candidate", [], [])
     return GateResult(True, triton_kernels=scanner.kernels)

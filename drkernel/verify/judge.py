@@ -84,8 +84,9 @@ class Infra(Exception):
 class CandidateFault(Exception):
     """Decides the verdict against the candidate (optionally naming a hack)."""
 
-    def __init__(self, kind: str, message: str, detail: str = "",
-                 hack: tuple[HackName, CheckName] | None = None) -> None:
+    def __init__(
+        self, kind: str, message: str, detail: str = "", hack: tuple[HackName, CheckName] | None = None
+    ) -> None:
         super().__init__(message)
         self.kind, self.message, self.detail, self.hack = kind, message, detail, hack
 
@@ -127,15 +128,21 @@ class Channel:
 
     def reply(self, expect: str, max_payload: int = 0, precheck: Any = None) -> tuple[dict[str, Any], bytes]:
         try:
-            header, payload = protocol.recv(self.conn, max_payload, None if precheck is None else (
-                lambda h: precheck(h) if h["type"] == expect else None))
+            header, payload = protocol.recv(
+                self.conn,
+                max_payload,
+                None if precheck is None else (lambda h: precheck(h) if h["type"] == expect else None),
+            )
         except (EOFError, ConnectionError) as e:
             self._gone(e)
         except protocol.ProtocolError as e:
             if self.trusted:
                 raise Infra("reference", f"reference runner broke the protocol: {e}") from e
-            raise CandidateFault("protocol", f"the candidate's process sent a malformed message: {e}",
-                                 hack=("harness_tampering", "protocol")) from e
+            raise CandidateFault(
+                "protocol",
+                f"the candidate's process sent a malformed message: {e}",
+                hack=("harness_tampering", "protocol"),
+            ) from e
         kind = header["type"]
         if kind == "fault":
             if self.trusted:
@@ -144,8 +151,11 @@ class Channel:
         if kind != expect:
             if self.trusted:
                 raise Infra("reference", f"reference runner answered {kind!r}, expected {expect!r}")
-            raise CandidateFault("protocol", f"the candidate's process answered {kind!r} where {expect!r} was due",
-                                 hack=("harness_tampering", "protocol"))
+            raise CandidateFault(
+                "protocol",
+                f"the candidate's process answered {kind!r} where {expect!r} was due",
+                hack=("harness_tampering", "protocol"),
+            )
         return header, payload
 
 
@@ -153,8 +163,14 @@ def _specs(values: list[Any]) -> list[dict[str, Any]]:
     out = []
     for v in values:
         if isinstance(v, torch.Tensor):
-            out.append({"kind": "tensor", "dtype": str(v.dtype).removeprefix("torch."), "shape": list(v.shape),
-                        "nbytes": v.numel() * v.element_size()})
+            out.append(
+                {
+                    "kind": "tensor",
+                    "dtype": str(v.dtype).removeprefix("torch."),
+                    "shape": list(v.shape),
+                    "nbytes": v.numel() * v.element_size(),
+                }
+            )
         else:
             out.append({"kind": "scalar"})
     return out
@@ -201,13 +217,16 @@ def _bound_fits(bufs: list[Any], specs: list[dict[str, Any]]) -> bool:
     for b, s in zip(bufs, specs):
         if (s["kind"] == "tensor") != isinstance(b, torch.Tensor):
             return False
-        if isinstance(b, torch.Tensor) and (list(b.shape) != s["shape"] or str(b.dtype).removeprefix("torch.") != s["dtype"]):
+        if isinstance(b, torch.Tensor) and (
+            list(b.shape) != s["shape"] or str(b.dtype).removeprefix("torch.") != s["dtype"]
+        ):
             return False
     return True
 
 
-def _batch_passes(ref_out: list[list[Any]], cand_out: list[list[Any]], atol: float, rtol: float,
-                  strict: bool) -> list[dict[str, Any] | None] | None:
+def _batch_passes(
+    ref_out: list[list[Any]], cand_out: list[list[Any]], atol: float, rtol: float, strict: bool
+) -> list[dict[str, Any] | None] | None:
     """The comparison of a whole round at once, with one device-to-host copy instead of several syncs per
     call (a timed round holds up to 64 calls, under the device lock). Per call: its stats when it clearly
     passes, else None, and tensors.compare decides that call (it alone writes failure messages; a
@@ -222,8 +241,12 @@ def _batch_passes(ref_out: list[list[Any]], cand_out: list[list[Any]], atol: flo
         rs = [r[i] if len(r) == width else None for r in ref_out]
         cs = [c[i] if len(c) == width else None for c in cand_out]
         first = rs[0]
-        if not isinstance(first, torch.Tensor) or not first.is_floating_point() or not first.numel() \
-                or k * first.numel() > tensors.CHUNK:
+        if (
+            not isinstance(first, torch.Tensor)
+            or not first.is_floating_point()
+            or not first.numel()
+            or k * first.numel() > tensors.CHUNK
+        ):
             return None
         for t in rs + cs:
             if not isinstance(t, torch.Tensor) or t.shape != first.shape or t.dtype != first.dtype:
@@ -237,8 +260,9 @@ def _batch_passes(ref_out: list[list[Any]], cand_out: list[list[Any]], atol: flo
         zero = torch.zeros((), dtype=torch.float64, device=rd.device)
         diff = torch.where(both, cd - rd, zero)
         rr = torch.where(both, rd, zero)
-        parts.append(torch.stack([bad.double(), close.double(), diff.abs().amax(1), (diff * diff).sum(1),
-                                  (rr * rr).sum(1)], 1))
+        parts.append(
+            torch.stack([bad.double(), close.double(), diff.abs().amax(1), (diff * diff).sum(1), (rr * rr).sum(1)], 1)
+        )
     table = torch.stack(parts, 1).tolist()  # [call][output][bad, close, worst, err2, ref2]: the one sync
     out: list[dict[str, Any] | None] = []
     for rows in table:
@@ -343,8 +367,15 @@ class Judge:
         the end of "run", before its device sync, so the timed round trip includes producing them."""
         ctx = torch.cuda.use_mem_pool(self.pool) if not ch.trusted else _nullcontext()
         with ctx:
-            bufs = [[torch.empty(s["shape"], dtype=getattr(torch, s["dtype"]), device=self.backend.device)
-                     if s["kind"] == "tensor" else None for s in specs] for specs in calls]
+            bufs = [
+                [
+                    torch.empty(s["shape"], dtype=getattr(torch, s["dtype"]), device=self.backend.device)
+                    if s["kind"] == "tensor"
+                    else None
+                    for s in specs
+                ]
+                for specs in calls
+            ]
         self.bound[id(ch)] = bufs
         ch.order("bind", bufs, tensors=True)
         ch.reply("bound")
@@ -362,8 +393,9 @@ class Judge:
         self.ran(ch)
         elapsed = time.perf_counter() - t0
         if ch is self.cand and ch.into_bound:
-            self.snapshot = [[b.clone() if isinstance(b, torch.Tensor) else None for b in bufs]
-                             for bufs in self.bound[id(ch)][:k]]
+            self.snapshot = [
+                [b.clone() if isinstance(b, torch.Tensor) else None for b in bufs] for bufs in self.bound[id(ch)][:k]
+            ]
         return elapsed
 
     def order_run(self, ch: Channel, k: int) -> None:
@@ -381,8 +413,11 @@ class Judge:
     def _harness_broken(self, ch: Channel, what: str) -> None:
         if ch.trusted:
             raise Infra("reference", f"reference runner: {what}")
-        raise CandidateFault("protocol", f"the candidate's process broke the run protocol: {what}",
-                             hack=("harness_tampering", "harness_integrity"))
+        raise CandidateFault(
+            "protocol",
+            f"the candidate's process broke the run protocol: {what}",
+            hack=("harness_tampering", "harness_integrity"),
+        )
 
     def collect(self, ch: Channel, k: int, with_inputs: bool) -> tuple[list[list[Any]], list[list[Any]] | None]:
         """Outputs of the last run (and the runner's inputs as they are now), outside any timed window."""
@@ -391,8 +426,9 @@ class Judge:
         def precheck(header: dict[str, Any]) -> None:
             calls = header["calls"]
             if len(calls) != k:
-                raise CandidateFault("protocol", f"{len(calls)} outputs reported for {k} calls",
-                                     hack=("harness_tampering", "protocol"))
+                raise CandidateFault(
+                    "protocol", f"{len(calls)} outputs reported for {k} calls", hack=("harness_tampering", "protocol")
+                )
             for specs in calls:
                 for s in specs:
                     if s["kind"] == "tensor" and s["device"] != ("cuda" if self.ipc else "cpu"):
@@ -417,8 +453,10 @@ class Judge:
                 ch.reply("filled")
             source = self.snapshot if (ch is self.cand and fits and ch.into_bound and self.snapshot) else bound
             self.snapshot = None if ch is self.cand else self.snapshot
-            outs = [[source[j][i] if s["kind"] == "tensor" else s["value"] for i, s in enumerate(calls[j])]
-                    for j in range(k)]
+            outs = [
+                [source[j][i] if s["kind"] == "tensor" else s["value"] for i, s in enumerate(calls[j])]
+                for j in range(k)
+            ]
             inputs = self.held[id(ch)][:k] if with_inputs else None
             return outs, inputs
         cap = REFERENCE_PAYLOAD if ch.trusted else self._candidate_cap(k, with_inputs)
@@ -427,19 +465,22 @@ class Judge:
         ch.evidence = header["evidence"]
         if ch.want_digest:
             ch.want_digest = False
-            got = hashlib.blake2b(memoryview(payload)[:protocol.payload_size(header["calls"])], digest_size=32)
+            got = hashlib.blake2b(memoryview(payload)[: protocol.payload_size(header["calls"])], digest_size=32)
             if got.hexdigest() != ch.digest:
                 self._harness_broken(ch, "the outputs collected are not those whose digest ended the timed run")
         calls = header["calls"] + (header["inputs"] or [])
         if header["inputs"] is not None and len(header["inputs"]) != k:
-            raise CandidateFault("protocol", "inputs reported for the wrong number of calls",
-                                 hack=("harness_tampering", "protocol"))
+            raise CandidateFault(
+                "protocol", "inputs reported for the wrong number of calls", hack=("harness_tampering", "protocol")
+            )
         try:
             decoded = protocol.decode_calls(calls, payload)
         except protocol.ProtocolError as e:
             if ch.trusted:
                 raise Infra("reference", str(e)) from e
-            raise CandidateFault("protocol", f"malformed output payload: {e}", hack=("harness_tampering", "protocol")) from e
+            raise CandidateFault(
+                "protocol", f"malformed output payload: {e}", hack=("harness_tampering", "protocol")
+            ) from e
         dev = self.backend.device
         decoded = [[x.to(dev) if isinstance(x, torch.Tensor) else x for x in values] for values in decoded]
         return decoded[:k], (decoded[k:] if header["inputs"] is not None else None)
@@ -450,8 +491,16 @@ class Judge:
         return k * (out + inp)
 
     # -- rounds ---------------------------------------------------------------------------------------------
-    def round(self, seeds: list[int], label: str, cand_first: bool = False, with_inputs: bool = False,
-              reuse: bool = False, timed: bool = True, coverage: bool = False) -> dict[str, Any]:
+    def round(
+        self,
+        seeds: list[int],
+        label: str,
+        cand_first: bool = False,
+        with_inputs: bool = False,
+        reuse: bool = False,
+        timed: bool = True,
+        coverage: bool = False,
+    ) -> dict[str, Any]:
         """Stage fresh sets in both runners, run both (timed), collect and compare every call. An untimed
         round (correctness, re-validation) gives both runners each order at once and then reads both
         replies: half the waiting, and no time is taken from it. A `coverage` round has the candidate run
@@ -499,8 +548,9 @@ class Judge:
             if quick is not None and quick[j] is not None:
                 records.append({"seed_index": j, "passed": True, "message": "", **quick[j]})
                 continue
-            ok, message, stats = tensors.compare(ref_out[j], cand_out[j], self.o["atol"], self.o["rtol"],
-                                                 self.o["correctness"])
+            ok, message, stats = tensors.compare(
+                ref_out[j], cand_out[j], self.o["atol"], self.o["rtol"], self.o["correctness"]
+            )
             records.append({"seed_index": j, "passed": ok, "message": message, **stats})
             if not ok:
                 break
@@ -512,8 +562,15 @@ class Judge:
             for j in range(k):
                 if tensors.identical(pristine[j], ref_after[j]) and not tensors.identical(pristine[j], cand_in[j]):
                     mutated = True
-        return {"label": label, "ref_s": times[id(self.ref)], "cand_s": times[id(self.cand)], "k": k,
-                "records": records, "mutated": mutated, "coverage": report}
+        return {
+            "label": label,
+            "ref_s": times[id(self.ref)],
+            "cand_s": times[id(self.cand)],
+            "k": k,
+            "records": records,
+            "mutated": mutated,
+            "coverage": report,
+        }
 
     # -- phases -------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -559,8 +616,16 @@ class Judge:
             self.correct_seeds.append(seed)
             r = self.round([seed], f"correctness trial {i}", with_inputs=True, timed=False)
             rec = r["records"][0]
-            trials.append({"trial": i, "passed": rec["passed"], "message": rec["message"],
-                           "max_abs_diff": rec["max_abs_diff"], "rel_l2": rec["rel_l2"], "mutates_input": r["mutated"]})
+            trials.append(
+                {
+                    "trial": i,
+                    "passed": rec["passed"],
+                    "message": rec["message"],
+                    "max_abs_diff": rec["max_abs_diff"],
+                    "rel_l2": rec["rel_l2"],
+                    "mutates_input": r["mutated"],
+                }
+            )
             if r["mutated"]:
                 self.v.hack("input_mutation", "input_mutation", f"forward changed its inputs (correctness trial {i})")
             if not rec["passed"]:
@@ -581,10 +646,14 @@ class Judge:
         elementwise = failed is None or failed.get("elementwise", True)
         scale = failed is None or failed.get("scale", True)
         atol, rtol = self.o["atol"], self.o["rtol"]
-        self.v.check("correctness", failed is None and passed == n,
-                     f"{passed}/{n} trials with fresh secret seeds ({self.o['correctness']} mode)")
-        self.v.check("correctness_elementwise", elementwise,
-                     f"allclose(atol={atol:g}, rtol={rtol:g}); max abs diff {worst:.3g}")
+        self.v.check(
+            "correctness",
+            failed is None and passed == n,
+            f"{passed}/{n} trials with fresh secret seeds ({self.o['correctness']} mode)",
+        )
+        self.v.check(
+            "correctness_elementwise", elementwise, f"allclose(atol={atol:g}, rtol={rtol:g}); max abs diff {worst:.3g}"
+        )
         if self.o["correctness"] == "strict":
             self.v.check("correctness_scale", scale, f"relative L2 error <= {rtol:g}; worst {rel:.3g}")
 
@@ -594,22 +663,47 @@ class Judge:
         if not evidence:
             return
         found: list[tuple[HackName, CheckName, list[str], str]] = [
-            ("output_aliases_input", "output_aliasing", [] if self.ref_aliases else evidence["aliases"],
-             "output shares storage with an input"),
+            (
+                "output_aliases_input",
+                "output_aliasing",
+                [] if self.ref_aliases else evidence["aliases"],
+                "output shares storage with an input",
+            ),
             ("harness_tampering", "harness_integrity", evidence["tampered"], "harness callables replaced"),
-            ("side_process", "side_processes", evidence["side_processes"],
-             "processes started by the candidate outlived its forward"),
+            (
+                "side_process",
+                "side_processes",
+                evidence["side_processes"],
+                "processes started by the candidate outlived its forward",
+            ),
         ]
         if self.spec["require_triton"]:
-            found.append(("decoy_kernel", "triton_launches", evidence["decoy_calls"],
-                          "forwards with no launch of the candidate's own Triton kernels"))
+            found.append(
+                (
+                    "decoy_kernel",
+                    "triton_launches",
+                    evidence["decoy_calls"],
+                    "forwards with no launch of the candidate's own Triton kernels",
+                )
+            )
         if self.device != "cpu":
-            found.append(("side_stream", "launch_streams", evidence["stream_mismatch"],
-                          "candidate kernels launched off the harness stream"))
+            found.append(
+                (
+                    "side_stream",
+                    "launch_streams",
+                    evidence["stream_mismatch"],
+                    "candidate kernels launched off the harness stream",
+                )
+            )
         if self.spec["require_triton"] and not evidence["decoy_calls"] and evidence["launches"] < self.cand.calls:
-            found.append(("harness_tampering", "harness_integrity", [
-                f"{evidence['launches']} launches reported for {self.cand.calls} calls, none without a launch"],
-                "evidence that contradicts itself"))
+            found.append(
+                (
+                    "harness_tampering",
+                    "harness_integrity",
+                    [f"{evidence['launches']} launches reported for {self.cand.calls} calls, none without a launch"],
+                    "evidence that contradicts itself",
+                )
+            )
         for hack, check, items, what in found:
             if items and not self.v.failed(check):
                 self.v.hack(hack, check, f"{what}: {', '.join(items[:5])}")
@@ -629,7 +723,7 @@ class Judge:
         empties: dict[int, list[float]] = {id(self.ref): [], id(self.cand): []}
 
         for i in range(EMPTY_ROUND_TRIPS):
-            for ch in ((self.ref, self.cand) if i % 2 == 0 else (self.cand, self.ref)):
+            for ch in (self.ref, self.cand) if i % 2 == 0 else (self.cand, self.ref):
                 empties[id(ch)].append(self.run(ch, 0))
         warm = max(1, self.o_num("num_warmup"))
         ref_calls = []
@@ -656,13 +750,24 @@ class Judge:
         self.v.cand_ms = max(statistics.median(cand), floor) * 1e3
         self.v.ref_ms = max(statistics.median(ref), floor) * 1e3
         self.v.phase_s["timing"] = time.perf_counter() - t0
-        self.v.details.update({"perf_trials": len(cand), "warmup": warm, "calls_per_round": k,
-                               "empty_round_trip_ms": round(empty * 1e3, 4),
-                               "empty_round_trip_candidate_ms": round(empty_cand * 1e3, 4)})
-        self.v.check("timing", True, (
-            f"median of {len(cand)} interleaved rounds of {k} call(s) after {warm} warm-up(s), timed as round trips "
-            f"on the judge's clock less the median empty round trip ({empty * 1e3:.3g} ms): candidate {self.v.cand_ms:.4g} ms, "
-            f"reference {self.v.ref_ms:.4g} ms per call"))
+        self.v.details.update(
+            {
+                "perf_trials": len(cand),
+                "warmup": warm,
+                "calls_per_round": k,
+                "empty_round_trip_ms": round(empty * 1e3, 4),
+                "empty_round_trip_candidate_ms": round(empty_cand * 1e3, 4),
+            }
+        )
+        self.v.check(
+            "timing",
+            True,
+            (
+                f"median of {len(cand)} interleaved rounds of {k} call(s) after {warm} warm-up(s), timed as round "
+                f"trips on the judge's clock less the median empty round trip ({empty * 1e3:.3g} ms): candidate "
+                f"{self.v.cand_ms:.4g} ms, reference {self.v.ref_ms:.4g} ms per call"
+            ),
+        )
 
     def o_num(self, key: str) -> int:
         return int(self.spec[key])
@@ -682,8 +787,9 @@ class Judge:
         """After correctness passed, any wrong output is a hack: the kernel behaves only when it is watched."""
         bad = [x for x in r["records"] if not x["passed"]]
         if bad:
-            raise CandidateFault("output_mismatch", f"{r['label']}: {bad[0]['message']}",
-                                 hack=("result_caching", "every_call_checked"))
+            raise CandidateFault(
+                "output_mismatch", f"{r['label']}: {bad[0]['message']}", hack=("result_caching", "every_call_checked")
+            )
         if r["mutated"]:
             self.v.hack("input_mutation", "input_mutation", f"forward changed its inputs ({r['label']})")
         return r
@@ -692,14 +798,22 @@ class Judge:
         """The first secret seed again, then new values in the storage the candidate already holds."""
         self.enter("revalidation")
         t0 = time.perf_counter()
-        self.checked(self.round([self.correct_seeds[0]], "re-validation first_seed_again", with_inputs=True,
-                                timed=False))
-        self.checked(self.round([fresh_seed()], "re-validation same_storage_new_values", with_inputs=True, reuse=True,
-                                timed=False))
+        self.checked(
+            self.round([self.correct_seeds[0]], "re-validation first_seed_again", with_inputs=True, timed=False)
+        )
+        self.checked(
+            self.round(
+                [fresh_seed()], "re-validation same_storage_new_values", with_inputs=True, reuse=True, timed=False
+            )
+        )
         self.v.phase_s["revalidation"] = time.perf_counter() - t0
         if not self.v.failed("every_call_checked"):
-            self.v.check("every_call_checked", True, "every call's output compared, timed ones included; "
-                                                     "after timing: first_seed_again, same_storage_new_values")
+            self.v.check(
+                "every_call_checked",
+                True,
+                "every call's output compared, timed ones included; "
+                "after timing: first_seed_again, same_storage_new_values",
+            )
 
     def model_cpu(self) -> None:
         """timing: cpu_model (issue 13), in place of timing on CPU. The candidate's process reports one forward
@@ -726,12 +840,21 @@ class Judge:
         self.v.cand_ms, self.v.ref_ms = max(m["cand_s"] * 1e3, 1e-7), max(m["ref_s"] * 1e3, 1e-7)
         self.v.timing_source = "cpu_model"
         self.v.phase_s["timing"] = time.perf_counter() - t0
-        self.v.details["cpu_model"] = {"gpu_profile": self.o["gpu_profile"], "candidate": m["cand"],
-                                       "reference": m["ref"], "launches": m["launches"]}
-        self.v.check("cpu_model_replay", True, (
-            f"{int(m['cand'].get('launches', 0))} candidate launches replayed on unseen inputs and equal to the "
-            f"reference; modelled on {self.o['gpu_profile']}: candidate {self.v.cand_ms:.4g} ms, "
-            f"reference {self.v.ref_ms:.4g} ms"))
+        self.v.details["cpu_model"] = {
+            "gpu_profile": self.o["gpu_profile"],
+            "candidate": m["cand"],
+            "reference": m["ref"],
+            "launches": m["launches"],
+        }
+        self.v.check(
+            "cpu_model_replay",
+            True,
+            (
+                f"{int(m['cand'].get('launches', 0))} candidate launches replayed on unseen inputs and equal to the "
+                f"reference; modelled on {self.o['gpu_profile']}: candidate {self.v.cand_ms:.4g} ms, "
+                f"reference {self.v.ref_ms:.4g} ms"
+            ),
+        )
 
     def coverage(self) -> None:
         """The candidate's coverage pass on fresh input sets staged for it, outputs compared like every call.
@@ -755,21 +878,35 @@ class Judge:
             self.v.details["coverage_pass_ms_judge"] = round(pass_s * 1e3, 6)
             if trusted < fraction:
                 coverage = trusted
-            self.v.check("coverage_crosscheck", True, (
-                f"claimed kernel time {kernel_ms * n:.4g} ms of a pass the judge timed at {pass_s * 1e3:.4g} ms: "
-                f"coverage at most {trusted:.4g}"))
+            self.v.check(
+                "coverage_crosscheck",
+                True,
+                (
+                    f"claimed kernel time {kernel_ms * n:.4g} ms of a pass the judge timed at {pass_s * 1e3:.4g} ms: "
+                    f"coverage at most {trusted:.4g}"
+                ),
+            )
         if self.device != "cpu" and self.v.cand_ms is not None and kernel_ms is not None:
             self.v.details["coverage_kernel_ms_per_call"] = round(kernel_ms, 6)
             if kernel_ms > 1.5 * self.v.cand_ms + 0.05:
                 coverage = 0.0
-                self.v.check("coverage_crosscheck", False, (
-                    f"the candidate's process claims {kernel_ms:.4g} ms of its kernels per call, the judge timed "
-                    f"{self.v.cand_ms:.4g} ms per call: coverage not believed"))
+                self.v.check(
+                    "coverage_crosscheck",
+                    False,
+                    (
+                        f"the candidate's process claims {kernel_ms:.4g} ms of its kernels per call, the judge timed "
+                        f"{self.v.cand_ms:.4g} ms per call: coverage not believed"
+                    ),
+                )
             else:
                 self.v.check("coverage_crosscheck", True, "claimed kernel time fits in the judge's timing")
         self.v.coverage = coverage
-        self.v.check("coverage", True, f"{coverage if coverage is None else round(coverage, 4)} of the time in the "
-                                       f"candidate's own Triton kernels ({h['source']}, {n} fresh checked calls)")
+        self.v.check(
+            "coverage",
+            True,
+            f"{coverage if coverage is None else round(coverage, 4)} of the time in the "
+            f"candidate's own Triton kernels ({h['source']}, {n} fresh checked calls)",
+        )
 
     def measure_input_bytes(self) -> int:
         """Bytes of one input set: shapes from get_inputs on the meta device (no memory), or from a real set
@@ -826,9 +963,15 @@ def main(spec: dict[str, Any], caller: Any, ref_conn: Any, cand_conn: Any, repla
     """Entry point of the judge (a fork of the warm fork-server; it never runs candidate code)."""
     judge: Judge | None = None
     try:
-        isolate(spec["workdir"], on_accelerator=spec["device"] != "cpu", memory_limit_mb=None,
-                env={**env_for(spec["device"]), **({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}
-                                                   if spec["device"] == "cuda" else {})})
+        isolate(
+            spec["workdir"],
+            on_accelerator=spec["device"] != "cpu",
+            memory_limit_mb=None,
+            env={
+                **env_for(spec["device"]),
+                **({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"} if spec["device"] == "cuda" else {}),
+            },
+        )
         capture_output(spec["workdir"])
         judge = Judge(spec, caller, ref_conn, cand_conn)
         judge.replay = None if replay_conn is None else Channel(replay_conn, trusted=False)
@@ -853,8 +996,7 @@ def main(spec: dict[str, Any], caller: Any, ref_conn: Any, cand_conn: Any, repla
     except Exception as e:
         # One line, kind and short message: a traceback would hand the caller (and its logs) server paths.
         text = " ".join(str(e).split())
-        _send(caller, {"type": "infra", "kind": "infra",
-                       "message": f"judge failed: {type(e).__name__}: {text[:200]}"})
+        _send(caller, {"type": "infra", "kind": "infra", "message": f"judge failed: {type(e).__name__}: {text[:200]}"})
 
 
 def _send(conn: Any, message: dict[str, Any]) -> None:

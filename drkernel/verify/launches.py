@@ -183,9 +183,14 @@ class LaunchRecorder:
             elif event == "c_call":
                 if not open_call and body(frame.f_code):
                     open_call[:] = [frame, arg, time.perf_counter()]
-            elif open_call and open_call[0] is frame and (
+            elif (
+                open_call
+                and open_call[0] is frame
+                and (
                     (event == "return" and open_call[1] is None)
-                    or (event in ("c_return", "c_exception") and open_call[1] is arg)):
+                    or (event in ("c_return", "c_exception") and open_call[1] is arg)
+                )
+            ):
                 acc[0] += time.perf_counter() - open_call[2]
                 open_call.clear()
 

@@ -28,6 +28,14 @@ def probe(conn) -> None:  # type: ignore[no-untyped-def]
     of the caller). Answers in JSON: nothing a child sends is unpickled."""
     import json
 
-    conn.send_bytes(json.dumps({"devices": devices.probe_availability(), "memory": devices.accelerator_memory(),
-                                "preloaded": preloaded(), "server_pid": IMPORTED_IN}).encode())
+    conn.send_bytes(
+        json.dumps(
+            {
+                "devices": devices.probe_availability(),
+                "memory": devices.accelerator_memory(),
+                "preloaded": preloaded(),
+                "server_pid": IMPORTED_IN,
+            }
+        ).encode()
+    )
     conn.close()

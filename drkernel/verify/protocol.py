@@ -25,8 +25,18 @@ MAX_DIMS = 8
 MAX_DIM = 1 << 40
 MAX_INT = 1 << 63
 ITEMSIZE = {
-    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "complex64": 8, "complex128": 16,
-    "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1,
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "complex64": 8,
+    "complex128": 16,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
 }
 
 
@@ -56,6 +66,7 @@ def _text(limit: int = MAX_TEXT) -> Callable[[Any], str]:
         if not isinstance(v, str):
             raise ProtocolError(f"expected a string, got {type(v).__name__}")
         return v if len(v) <= limit else v[:limit] + " ..."
+
     return check
 
 
@@ -65,6 +76,7 @@ def _number(lo: float = 0.0, hi: float = 1e12) -> Callable[[Any], float]:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi or not math.isfinite(v):
             raise ProtocolError(f"expected a finite number in [{lo}, {hi}], got {_show(v)}")
         return float(v)
+
     return check
 
 
@@ -83,6 +95,7 @@ def _int(lo: int = 0, hi: int = MAX_INT) -> Callable[[Any], int]:
         if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
             raise ProtocolError(f"expected an integer in [{lo}, {hi}], got {_show(v)}")
         return v
+
     return check
 
 
@@ -125,8 +138,13 @@ def _value_spec(v: Any) -> dict[str, Any]:
         nbytes = _int()(v.get("nbytes"))
         if numel * ITEMSIZE[dtype] != nbytes:
             raise ProtocolError(f"{dtype} tensor of shape {shape} is {numel * ITEMSIZE[dtype]} bytes, not {nbytes}")
-        return {"kind": "tensor", "dtype": dtype, "shape": shape, "nbytes": nbytes,
-                "device": _text(40)(v.get("device"))}
+        return {
+            "kind": "tensor",
+            "dtype": dtype,
+            "shape": shape,
+            "nbytes": nbytes,
+            "device": _text(40)(v.get("device")),
+        }
     if kind == "scalar":
         _keys(v, {"kind", "type", "value"})
         typ = v.get("type")
@@ -169,10 +187,14 @@ def _evidence(v: Any) -> dict[str, Any]:
     if not isinstance(v, dict):
         raise ProtocolError("evidence is an object")
     _keys(v, {"decoy_calls", "tampered", "side_processes", "stream_mismatch", "aliases", "launches"})
-    return {"decoy_calls": _texts(v.get("decoy_calls", [])), "tampered": _texts(v.get("tampered", [])),
-            "side_processes": _texts(v.get("side_processes", [])),
-            "stream_mismatch": _texts(v.get("stream_mismatch", [])), "aliases": _texts(v.get("aliases", [])),
-            "launches": _int(0, 1 << 40)(v.get("launches", 0))}
+    return {
+        "decoy_calls": _texts(v.get("decoy_calls", [])),
+        "tampered": _texts(v.get("tampered", [])),
+        "side_processes": _texts(v.get("side_processes", [])),
+        "stream_mismatch": _texts(v.get("stream_mismatch", [])),
+        "aliases": _texts(v.get("aliases", [])),
+        "launches": _int(0, 1 << 40)(v.get("launches", 0)),
+    }
 
 
 def _keys(obj: dict[Any, Any], allowed: set[str]) -> None:
@@ -183,8 +205,9 @@ def _keys(obj: dict[Any, Any], allowed: set[str]) -> None:
         raise ProtocolError(f"unexpected fields {sorted(_show(k, 40) for k in extra)[:5]}"[:300])
 
 
-CANDIDATE_FAULTS = frozenset({"syntax", "import", "missing_model_new", "init", "triton_compile", "runtime",
-                              "output_mismatch"})
+CANDIDATE_FAULTS = frozenset(
+    {"syntax", "import", "missing_model_new", "init", "triton_compile", "runtime", "output_mismatch"}
+)
 
 
 def _fault_kind(v: Any) -> str:
@@ -211,8 +234,13 @@ def _trace_ref(v: Any) -> dict[str, Any]:
     shape, stride = _shape(v.get("shape")), _shape(v.get("stride"))
     if len(shape) != len(stride):
         raise ProtocolError("shape and stride differ in length")
-    return {"buf": _int(0, MAX_TRACE_BUFFERS)(v.get("buf")), "offset": _int(0, MAX_DIM)(v.get("offset")),
-            "shape": shape, "stride": stride, "dtype": dtype}
+    return {
+        "buf": _int(0, MAX_TRACE_BUFFERS)(v.get("buf")),
+        "offset": _int(0, MAX_DIM)(v.get("offset")),
+        "shape": shape,
+        "stride": stride,
+        "dtype": dtype,
+    }
 
 
 def _trace_value(v: Any, depth: int = 0) -> Any:
@@ -226,7 +254,7 @@ def _trace_value(v: Any, depth: int = 0) -> Any:
         return _text(64)(v)
     if not isinstance(v, dict) or len(v) != 1 or depth > 3:
         raise ProtocolError("a traced value is a scalar or a one-key object, nested at most 3 deep")
-    (key, inner), = v.items()
+    ((key, inner),) = v.items()
     if key == "t":
         return {"t": _trace_ref(inner)}
     if key == "list":
@@ -261,20 +289,33 @@ def _trace_event(v: Any) -> dict[str, Any]:
     op = v.get("op")
     if op == "alloc":
         _keys(v, {"op", "buf", "nbytes"})
-        return {"op": "alloc", "buf": _int(0, MAX_TRACE_BUFFERS)(v.get("buf")),
-                "nbytes": _int(0, 1 << 40)(v.get("nbytes"))}
+        return {
+            "op": "alloc",
+            "buf": _int(0, MAX_TRACE_BUFFERS)(v.get("buf")),
+            "nbytes": _int(0, 1 << 40)(v.get("nbytes")),
+        }
     if op == "aten":
         _keys(v, {"op", "name", "args", "kwargs", "outs"})
         name = _text(130)(v.get("name"))
         if not ATEN_NAME.match(name):
             raise ProtocolError(f"not an aten operator name: {_show(name)}")
         args, kwargs, outs = v.get("args"), v.get("kwargs"), v.get("outs")
-        if not isinstance(args, list) or len(args) > MAX_LIST or not isinstance(kwargs, dict) \
-                or len(kwargs) > MAX_LIST or not isinstance(outs, list) or len(outs) > MAX_LIST:
+        if (
+            not isinstance(args, list)
+            or len(args) > MAX_LIST
+            or not isinstance(kwargs, dict)
+            or len(kwargs) > MAX_LIST
+            or not isinstance(outs, list)
+            or len(outs) > MAX_LIST
+        ):
             raise ProtocolError("aten event arguments out of bounds")
-        return {"op": "aten", "name": name, "args": [_trace_value(a) for a in args],
-                "kwargs": {_text(64)(k): _trace_value(x) for k, x in kwargs.items()},
-                "outs": [None if o is None else _trace_ref(o) for o in outs]}
+        return {
+            "op": "aten",
+            "name": name,
+            "args": [_trace_value(a) for a in args],
+            "kwargs": {_text(64)(k): _trace_value(x) for k, x in kwargs.items()},
+            "outs": [None if o is None else _trace_ref(o) for o in outs],
+        }
     if op == "launch":
         _keys(v, {"op", "kernel", "grid", "args"})
         kernel = _text(100)(v.get("kernel"))
@@ -287,8 +328,12 @@ def _trace_event(v: Any) -> dict[str, Any]:
         args = v.get("args")
         if not isinstance(args, dict) or len(args) > MAX_LIST:
             raise ProtocolError(f"at most {MAX_LIST} kernel arguments")
-        return {"op": "launch", "kernel": kernel, "grid": grid,
-                "args": {_text(100)(k): _trace_value(x) for k, x in args.items()}}
+        return {
+            "op": "launch",
+            "kernel": kernel,
+            "grid": grid,
+            "args": {_text(100)(k): _trace_value(x) for k, x in args.items()},
+        }
     raise ProtocolError(f"unknown event {_show(op)}")
 
 
@@ -297,6 +342,7 @@ def _bounded(check: Callable[[Any], Any], limit: int) -> Callable[[Any], list[An
         if not isinstance(v, list) or len(v) > limit:
             raise ProtocolError(f"expected a list of at most {limit} entries")
         return [check(x) for x in v]
+
     return run
 
 
@@ -311,20 +357,40 @@ SCHEMAS: dict[str, dict[str, Callable[[Any], Any]]] = {
     "isolation": {"layers": _text_map},
     "reference_failed": {"message": _text()},  # believed only before the candidate is imported
     "importing": {},
-    "loaded": {"load_s": _number(), "kernels": _texts, "launch_hook": _text(200), "aliased": _flag,
-               "state": _optional(_digest_list)},  # CPU model: digests of the state a trace may bring
+    "loaded": {
+        "load_s": _number(),
+        "kernels": _texts,
+        "launch_hook": _text(200),
+        "aliased": _flag,
+        "state": _optional(_digest_list),
+    },  # CPU model: digests of the state a trace may bring
     "fault": {"kind": _fault_kind, "message": _text(), "detail": _text(), "phase": _text(100)},
     "staged": {},
     "ran": {"digest": _optional(_text(64))},  # CPU/NPU: blake2b of the outputs' bytes, checked on collect
     "outputs": {"calls": _calls, "inputs": _optional(_calls), "evidence": _evidence},
     "filled": {},
     "bound": {},
-    "trace": {"buffers": _bounded(_trace_buffer, MAX_TRACE_BUFFERS), "events": _bounded(_trace_event, MAX_TRACE_EVENTS),
-              "outputs": _bounded(_trace_ref, MAX_LIST)},
-    "modelled": {"verdict": _text(20), "message": _text(), "cand_s": _number(0, 1e6), "ref_s": _number(0, 1e6),
-                 "cand": _number_map, "ref": _number_map, "launches": _texts},
-    "coverage": {"kernel_ms_per_call": _optional(_number(0, 1e9)), "fraction": _optional(_number(0, 1)),
-                 "source": _text(100), "detail": _number_map, "collisions": _texts},
+    "trace": {
+        "buffers": _bounded(_trace_buffer, MAX_TRACE_BUFFERS),
+        "events": _bounded(_trace_event, MAX_TRACE_EVENTS),
+        "outputs": _bounded(_trace_ref, MAX_LIST),
+    },
+    "modelled": {
+        "verdict": _text(20),
+        "message": _text(),
+        "cand_s": _number(0, 1e6),
+        "ref_s": _number(0, 1e6),
+        "cand": _number_map,
+        "ref": _number_map,
+        "launches": _texts,
+    },
+    "coverage": {
+        "kernel_ms_per_call": _optional(_number(0, 1e9)),
+        "fraction": _optional(_number(0, 1)),
+        "source": _text(100),
+        "detail": _number_map,
+        "collisions": _texts,
+    },
 }
 
 
@@ -372,8 +438,9 @@ def send(conn: Any, header: dict[str, Any], payload: bytes | memoryview | None =
         conn.send_bytes(payload)
 
 
-def recv(conn: Any, max_payload: int = 0,
-         precheck: Callable[[dict[str, Any]], None] | None = None) -> tuple[dict[str, Any], bytes]:
+def recv(
+    conn: Any, max_payload: int = 0, precheck: Callable[[dict[str, Any]], None] | None = None
+) -> tuple[dict[str, Any], bytes]:
     """Read and validate one message; `max_payload` caps the payload frame before it is read, and
     `precheck` may reject the validated header (e.g. output specs against the reference's) first."""
     try:
@@ -431,8 +498,9 @@ def encode_values(values: list[Any]) -> tuple[list[dict[str, Any]], bytes]:
             if dtype not in ITEMSIZE:
                 raise ValueError(f"dtype {dtype} cannot be compared")
             data = t.view(torch.uint8).numpy().tobytes() if t.numel() else b""
-            specs.append({"kind": "tensor", "dtype": dtype, "shape": list(v.shape), "nbytes": len(data),
-                          "device": "cpu"})
+            specs.append(
+                {"kind": "tensor", "dtype": dtype, "shape": list(v.shape), "nbytes": len(data), "device": "cpu"}
+            )
             chunks.append(data)
         else:
             specs.append(scalar_spec(v))
@@ -457,7 +525,7 @@ def decode_values(specs: list[dict[str, Any]], payload: bytes | memoryview, offs
             raise ProtocolError("payload shorter than its tensor specs")
         dtype = getattr(torch, s["dtype"])
         if n:
-            raw = torch.frombuffer(bytearray(payload[offset:offset + n]), dtype=torch.uint8)
+            raw = torch.frombuffer(bytearray(payload[offset : offset + n]), dtype=torch.uint8)
             values.append(raw.view(dtype).reshape(s["shape"]))
         else:
             values.append(torch.empty(s["shape"], dtype=dtype))

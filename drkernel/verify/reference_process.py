@@ -21,12 +21,12 @@ from drkernel.verify.sandbox import capture_output, isolate
 def main(spec: dict[str, Any], conn: Any) -> None:
     """Entry point of the reference runner (a fork of the warm fork-server)."""
     try:
-        isolate(spec["workdir"], on_accelerator=spec["device"] != "cpu", memory_limit_mb=None,
-                env=env_for(spec["device"]))
+        isolate(
+            spec["workdir"], on_accelerator=spec["device"] != "cpu", memory_limit_mb=None, env=env_for(spec["device"])
+        )
         capture_output(spec["workdir"])
         backend = make_backend(spec["device"])
-        observer = Observer(spec["reference_path"], backend, require_triton=False, kernel_names=[],
-                            watch_process=False)
+        observer = Observer(spec["reference_path"], backend, require_triton=False, kernel_names=[], watch_process=False)
         observer.install()
         module = problem.import_file(spec["reference_path"], "reference")
         observer.recorder.note_module(module)

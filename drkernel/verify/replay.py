@@ -42,26 +42,103 @@ NAN_FILL = 0xFF  # fresh buffers start as NaN (floats) / -1 (integers): unwritte
 # aten operators a trace may use besides pointwise ones (torch.Tag.pointwise) and those with a flop formula
 # (torch.utils.flop_counter): their cost grows with the bytes they touch, which is how they are priced. Any
 # other operator could hide superlinear work behind a bytes-only price (a matmul through cdist), so it fails.
-LINEAR_ATEN = frozenset({
-    "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "prod", "var", "std", "var_mean", "std_mean",
-    "norm", "linalg_vector_norm", "logsumexp", "_softmax", "_log_softmax", "softmax", "log_softmax",
-    "native_layer_norm", "native_group_norm", "native_batch_norm", "_native_batch_norm_legit_no_training",
-    "_native_batch_norm_legit", "copy_", "clone", "_to_copy", "cat", "stack", "fill_", "zero_", "zeros", "ones",
-    "full", "zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "arange", "cumsum",
-    "cumprod", "gather", "scatter", "scatter_add", "index_select", "index", "index_put_", "index_add",
-    "masked_fill", "masked_fill_", "where", "constant_pad_nd", "repeat", "flip", "roll", "tril", "triu",
-    "any", "all", "topk", "sort", "embedding", "max_pool2d_with_indices", "avg_pool2d", "avg_pool1d",
-    "adaptive_avg_pool2d", "_adaptive_avg_pool2d", "slice_scatter", "select_scatter", "split_with_sizes_copy",
-    "contiguous", "rand", "randn", "rand_like", "randn_like", "bernoulli_", "native_dropout", "count_nonzero",
-})
+LINEAR_ATEN = frozenset(
+    {
+        "sum",
+        "mean",
+        "amax",
+        "amin",
+        "max",
+        "min",
+        "argmax",
+        "argmin",
+        "prod",
+        "var",
+        "std",
+        "var_mean",
+        "std_mean",
+        "norm",
+        "linalg_vector_norm",
+        "logsumexp",
+        "_softmax",
+        "_log_softmax",
+        "softmax",
+        "log_softmax",
+        "native_layer_norm",
+        "native_group_norm",
+        "native_batch_norm",
+        "_native_batch_norm_legit_no_training",
+        "_native_batch_norm_legit",
+        "copy_",
+        "clone",
+        "_to_copy",
+        "cat",
+        "stack",
+        "fill_",
+        "zero_",
+        "zeros",
+        "ones",
+        "full",
+        "zeros_like",
+        "ones_like",
+        "full_like",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+        "arange",
+        "cumsum",
+        "cumprod",
+        "gather",
+        "scatter",
+        "scatter_add",
+        "index_select",
+        "index",
+        "index_put_",
+        "index_add",
+        "masked_fill",
+        "masked_fill_",
+        "where",
+        "constant_pad_nd",
+        "repeat",
+        "flip",
+        "roll",
+        "tril",
+        "triu",
+        "any",
+        "all",
+        "topk",
+        "sort",
+        "embedding",
+        "max_pool2d_with_indices",
+        "avg_pool2d",
+        "avg_pool1d",
+        "adaptive_avg_pool2d",
+        "_adaptive_avg_pool2d",
+        "slice_scatter",
+        "select_scatter",
+        "split_with_sizes_copy",
+        "contiguous",
+        "rand",
+        "randn",
+        "rand_like",
+        "randn_like",
+        "bernoulli_",
+        "native_dropout",
+        "count_nonzero",
+    }
+)
 
 
 def priced(op: Any) -> bool:
     from torch.utils.flop_counter import flop_registry
 
     base = op._schema.name.removeprefix("aten::")
-    return (torch.Tag.pointwise in op.tags or op._overloadpacket in flop_registry or base in LINEAR_ATEN
-            or bool(getattr(op, "is_view", False)))
+    return (
+        torch.Tag.pointwise in op.tags
+        or op._overloadpacket in flop_registry
+        or base in LINEAR_ATEN
+        or bool(getattr(op, "is_view", False))
+    )
 
 
 class ReplayFailed(Exception):
@@ -93,8 +170,11 @@ def rebuild_source(source: str) -> tuple[str, list[str]]:
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             body.append(node)
-        elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets) \
-                and _constant(node.value):
+        elif (
+            isinstance(node, ast.Assign)
+            and all(isinstance(t, ast.Name) for t in node.targets)
+            and _constant(node.value)
+        ):
             body.append(node)
         elif isinstance(node, ast.FunctionDef) and any(_is_jit(d) for d in node.decorator_list):
             node.decorator_list = [d for d in node.decorator_list if _is_jit(d)]
@@ -116,8 +196,15 @@ def load_kernels(source: str, workdir: str) -> tuple[ModuleType, set[str]]:
 
 # -- the replay ----------------------------------------------------------------------------------------
 class Replay:
-    def __init__(self, trace: dict[str, Any], payload: bytes, committed: list[str], inputs: list[Any],
-                 kernels: ModuleType, kernel_names: set[str]) -> None:
+    def __init__(
+        self,
+        trace: dict[str, Any],
+        payload: bytes,
+        committed: list[str],
+        inputs: list[Any],
+        kernels: ModuleType,
+        kernel_names: set[str],
+    ) -> None:
         self.trace, self.kernels, self.kernel_names = trace, kernels, kernel_names
         self.storages: dict[int, torch.UntypedStorage] = {}
         self.counts: list[LaunchCount] = []
@@ -132,21 +219,25 @@ class Replay:
                 self.storages[bid] = inputs[buf["index"]].untyped_storage()
             elif buf["kind"] in ("state", "literal"):
                 n = buf["nbytes"]
-                data = payload[offset:offset + n]
+                data = payload[offset : offset + n]
                 offset += n
                 if len(data) != n:
                     raise ReplayFailed("the payload is shorter than the state it declares")
                 if buf["kind"] == "state" and hashlib.blake2b(data, digest_size=32).hexdigest() not in state_ok:
                     raise ReplayFailed(f"state buffer {bid} was not committed at load (made after the inputs?)")
-                self.storages[bid] = torch.frombuffer(bytearray(data), dtype=torch.uint8).untyped_storage() \
-                    if n else torch.UntypedStorage(0)
+                self.storages[bid] = (
+                    torch.frombuffer(bytearray(data), dtype=torch.uint8).untyped_storage()
+                    if n
+                    else torch.UntypedStorage(0)
+                )
         if offset != len(payload):
             raise ReplayFailed("the payload holds bytes no state buffer declares")
         self._allow()
 
     def _allow(self) -> None:
-        self.triton.set_allowed([(s.data_ptr(), s.data_ptr() + s.nbytes())
-                                 for s in self.storages.values() if s.nbytes()])
+        self.triton.set_allowed(
+            [(s.data_ptr(), s.data_ptr() + s.nbytes()) for s in self.storages.values() if s.nbytes()]
+        )
 
     def view(self, ref: dict[str, Any]) -> torch.Tensor:
         storage = self.storages.get(ref["buf"])
@@ -165,7 +256,7 @@ class Replay:
     def value(self, v: Any) -> Any:
         if not isinstance(v, dict):
             return v
-        (key, inner), = v.items()
+        ((key, inner),) = v.items()
         if key == "t":
             return self.view(inner)
         if key == "list":
@@ -193,8 +284,12 @@ class Replay:
             self._allow()
         elif held.data_ptr() != s.data_ptr():
             raise ReplayFailed(f"an operator wrote somewhere other than buffer {ref['buf']}")
-        if (list(t.shape), list(t.stride()), t.storage_offset(), str(t.dtype).removeprefix("torch.")) != \
-                (ref["shape"], ref["stride"], ref["offset"], ref["dtype"]):
+        if (list(t.shape), list(t.stride()), t.storage_offset(), str(t.dtype).removeprefix("torch.")) != (
+            ref["shape"],
+            ref["stride"],
+            ref["offset"],
+            ref["dtype"],
+        ):
             raise ReplayFailed("an operator's output differs in layout from the trace's")
 
     def event(self, e: dict[str, Any]) -> None:
@@ -212,8 +307,10 @@ class Replay:
             except (AttributeError, RuntimeError) as err:
                 raise ReplayFailed(f"unknown operator {e['name']}") from err
             if not priced(op):
-                raise ReplayFailed(f"{e['name']} has no cost model (neither pointwise, nor with a flop formula, nor "
-                                   "linear in its bytes)")
+                raise ReplayFailed(
+                    f"{e['name']} has no cost model (neither pointwise, nor with a flop formula, nor "
+                    "linear in its bytes)"
+                )
             args = [self.value(a) for a in e["args"]]
             kwargs = {k: self.value(v) for k, v in e["kwargs"].items()}
             with self.aten:
@@ -277,30 +374,57 @@ def _flatten(value: Any) -> list[Any]:
     return [value]
 
 
-def model_candidate(trace: dict[str, Any], payload: bytes, committed: list[str], candidate_source: str,
-                    workdir: str, inputs: list[Any], ref_out: list[Any], ref_counts: list[LaunchCount],
-                    options: dict[str, Any]) -> dict[str, Any]:
+def model_candidate(
+    trace: dict[str, Any],
+    payload: bytes,
+    committed: list[str],
+    candidate_source: str,
+    workdir: str,
+    inputs: list[Any],
+    ref_out: list[Any],
+    ref_counts: list[LaunchCount],
+    options: dict[str, Any],
+) -> dict[str, Any]:
     """The whole trusted judgement of one trace: replay, compare, price. Returns the "modelled" message."""
     profile = get_profile(options["gpu_profile"])
     ref_time = model_time(ref_counts, profile)
-    base = {"type": "modelled", "cand_s": 0.0, "ref_s": ref_time.seconds, "cand": {},
-            "ref": _summary(ref_time.as_json()), "launches": []}
+    base = {
+        "type": "modelled",
+        "cand_s": 0.0,
+        "ref_s": ref_time.seconds,
+        "cand": {},
+        "ref": _summary(ref_time.as_json()),
+        "launches": [],
+    }
     try:
         kernels, names = load_kernels(candidate_source, workdir)
-        replay = Replay(trace, payload, committed, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs],
-                        kernels, names)
+        replay = Replay(
+            trace, payload, committed, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs], kernels, names
+        )
         out = replay.run()
     except ReplayFailed as err:
         return {**base, "verdict": "mismatch", "message": str(err)}
     ok, message, _ = tensors.compare(ref_out, out, options["atol"], options["rtol"], options["correctness"])
     if not ok:
-        return {**base, "verdict": "mismatch",
-                "message": f"the reported trace, replayed on inputs the candidate never saw, is wrong: {message}"}
+        return {
+            **base,
+            "verdict": "mismatch",
+            "message": f"the reported trace, replayed on inputs the candidate never saw, is wrong: {message}",
+        }
     cand_time = model_time(replay.counts, profile)
-    launches = [f"{c.kind} {c.name}: read {c.read_bytes} B, wrote {c.write_bytes} B, re-read {c.reread_bytes} B, "
-                f"{sum(c.flops.values()):.4g} flop" for c in replay.counts[:protocol.MAX_LIST]]
-    return {**base, "verdict": "match", "message": "", "cand_s": cand_time.seconds,
-            "cand": _summary(cand_time.as_json()), "launches": launches}
+    launches = [
+        f"{c.kind} {c.name}: read {c.read_bytes} B, wrote {c.write_bytes} B, re-read {c.reread_bytes} B, "
+        f"{sum(c.flops.values()):.4g} flop"
+        for c in replay.counts[: protocol.MAX_LIST]
+    ]
+    return {
+        **base,
+        "verdict": "match",
+        "message": "",
+        "cand_s": cand_time.seconds,
+        "cand": _summary(cand_time.as_json()),
+        "launches": launches,
+    }
 
 
 def _summary(d: dict[str, Any]) -> dict[str, float]:
@@ -330,23 +454,47 @@ def main(spec: dict[str, Any], conn: Any) -> None:
     except (EOFError, OSError):
         return
     except Exception as e:
-        protocol.send(conn, {"type": "modelled", "verdict": "infra",
-                             "message": f"reference: {type(e).__name__}: {e}"[:500],
-                             "cand_s": 0.0, "ref_s": 0.0, "cand": {}, "ref": {}, "launches": []})
+        protocol.send(
+            conn,
+            {
+                "type": "modelled",
+                "verdict": "infra",
+                "message": f"reference: {type(e).__name__}: {e}"[:500],
+                "cand_s": 0.0,
+                "ref_s": 0.0,
+                "cand": {},
+                "ref": {},
+                "launches": [],
+            },
+        )
         return
     try:  # from here on every failure is the trace's: its payload, its kernels, its memory
         _, trace, payload, committed = conn.recv()
-        reply = model_candidate(trace, payload, committed, source, spec["workdir"], inputs, ref_out, ref_counts,
-                                spec["options"])
+        reply = model_candidate(
+            trace, payload, committed, source, spec["workdir"], inputs, ref_out, ref_counts, spec["options"]
+        )
     except Exception as e:  # a replay that breaks the trusted side's code is still the candidate's trace
-        reply = {"type": "modelled", "verdict": "mismatch", "message": f"replay failed: {type(e).__name__}: {e}"[:500],
-                 "cand_s": 0.0, "ref_s": 0.0, "cand": {}, "ref": {}, "launches": []}
+        reply = {
+            "type": "modelled",
+            "verdict": "mismatch",
+            "message": f"replay failed: {type(e).__name__}: {e}"[:500],
+            "cand_s": 0.0,
+            "ref_s": 0.0,
+            "cand": {},
+            "ref": {},
+            "launches": [],
+        }
     protocol.send(conn, reply)
 
 
-
-def trace_locally(reference_source: str, candidate_source: str, workdir: str, trace_seed: int = 1,
-                  replay_seed: int = 2, entry_point: str = "Model") -> dict[str, Any]:
+def trace_locally(
+    reference_source: str,
+    candidate_source: str,
+    workdir: str,
+    trace_seed: int = 1,
+    replay_seed: int = 2,
+    entry_point: str = "Model",
+) -> dict[str, Any]:
     """Trace the candidate and count the reference in this process: the parts model_candidate takes. For
     benchmarks and tests of the model only (no isolation: only for candidates you trust); the verifier
     does the same across its sandboxed children."""
@@ -371,12 +519,20 @@ def trace_locally(reference_source: str, candidate_source: str, workdir: str, tr
     unseen = problem.make_inputs(ref_module, replay_seed, backend)
     ref_out, ref_counts = count_reference(ref_model, unseen)
     os.makedirs(os.path.join(workdir, "replay"), exist_ok=True)
-    return {"trace": {k: v for k, v in trace.items() if k not in ("type", "payload")}, "payload": payload,
-            "committed": committed, "candidate_source": candidate_source, "workdir": os.path.join(workdir, "replay"),
-            "inputs": unseen, "ref_out": ref_out, "ref_counts": ref_counts}
+    return {
+        "trace": {k: v for k, v in trace.items() if k not in ("type", "payload")},
+        "payload": payload,
+        "committed": committed,
+        "candidate_source": candidate_source,
+        "workdir": os.path.join(workdir, "replay"),
+        "inputs": unseen,
+        "ref_out": ref_out,
+        "ref_counts": ref_counts,
+    }
 
 
-def model_locally(reference_source: str, candidate_source: str, workdir: str, options: dict[str, Any],
-                  **kwargs: Any) -> dict[str, Any]:
+def model_locally(
+    reference_source: str, candidate_source: str, workdir: str, options: dict[str, Any], **kwargs: Any
+) -> dict[str, Any]:
     """trace_locally, then the trusted judgement of model_candidate."""
     return model_candidate(**trace_locally(reference_source, candidate_source, workdir, **kwargs), options=options)

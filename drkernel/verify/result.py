@@ -91,8 +91,14 @@ class VerifyResult(BaseModel):
     elapsed_s: float = 0.0
 
     @classmethod
-    def infra(cls, kind: ErrorKind, message: str, device: str, elapsed_s: float = 0.0,
-              details: dict[str, Any] | None = None) -> VerifyResult:
+    def infra(
+        cls, kind: ErrorKind, message: str, device: str, elapsed_s: float = 0.0, details: dict[str, Any] | None = None
+    ) -> VerifyResult:
         """No verdict (the verifier, the reference or the service failed): masked by the trainer, never a reward."""
-        return cls(status="infra_error", error=ErrorInfo(kind=kind, message=message), device=device,
-                   details=details or {}, elapsed_s=elapsed_s)
+        return cls(
+            status="infra_error",
+            error=ErrorInfo(kind=kind, message=message),
+            device=device,
+            details=details or {},
+            elapsed_s=elapsed_s,
+        )

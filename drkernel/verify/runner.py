@@ -86,19 +86,33 @@ def aliases(outputs: list[Any], inputs: list[Any]) -> bool:
             if not isinstance(x, torch.Tensor) or x.device != o.device:
                 continue
             sx = x.untyped_storage()
-            if so.nbytes() and sx.nbytes() and so.data_ptr() < sx.data_ptr() + sx.nbytes() \
-                    and sx.data_ptr() < so.data_ptr() + so.nbytes():
+            if (
+                so.nbytes()
+                and sx.nbytes()
+                and so.data_ptr() < sx.data_ptr() + sx.nbytes()
+                and sx.data_ptr() < so.data_ptr() + so.nbytes()
+            ):
                 return True
     return False
 
 
 def tensor_spec(t: torch.Tensor) -> dict[str, Any]:
-    return {"kind": "tensor", "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape),
-            "nbytes": t.numel() * t.element_size(), "device": t.device.type}
+    return {
+        "kind": "tensor",
+        "dtype": str(t.dtype).removeprefix("torch."),
+        "shape": list(t.shape),
+        "nbytes": t.numel() * t.element_size(),
+        "device": t.device.type,
+    }
 
 
-_TRITON_COMPILE_ERRORS = {"CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct",
-                          "MLIRCompilationError", "InterpreterError"}
+_TRITON_COMPILE_ERRORS = {
+    "CompilationError",
+    "CompileTimeAssertionFailure",
+    "UnsupportedLanguageConstruct",
+    "MLIRCompilationError",
+    "InterpreterError",
+}
 
 
 def classify(exc: BaseException, model_file: str, kernel_names: set[str]) -> str:
@@ -129,8 +143,9 @@ class Observer:
     harness adds per call must not be charged to one side only. Only the candidate's evidence is used
     against it; the reference's aliasing tells the judge that the candidate doing the same is no hack."""
 
-    def __init__(self, model_file: str, backend: Any, require_triton: bool, kernel_names: list[str],
-                 watch_process: bool = True) -> None:
+    def __init__(
+        self, model_file: str, backend: Any, require_triton: bool, kernel_names: list[str], watch_process: bool = True
+    ) -> None:
         self.backend, self.path, self.require_triton = backend, model_file, require_triton
         self.watch_process = watch_process  # tamper and side-process checks: the candidate's process only
         self.recorder = LaunchRecorder(model_file)
@@ -184,9 +199,14 @@ class Observer:
         self.check_tamper()
         if not self.side_processes:
             self.side_processes = [f"pid {pid} alive after the calls" for pid in descendants(os.getpid())]
-        return {"decoy_calls": self.decoy_calls[:protocol.MAX_LIST], "tampered": self.tampered[:20],
-                "side_processes": self.side_processes[:5], "stream_mismatch": self.stream_mismatch[:5],
-                "aliases": self.alias_calls[:5], "launches": self.launches}
+        return {
+            "decoy_calls": self.decoy_calls[: protocol.MAX_LIST],
+            "tampered": self.tampered[:20],
+            "side_processes": self.side_processes[:5],
+            "stream_mismatch": self.stream_mismatch[:5],
+            "aliases": self.alias_calls[:5],
+            "launches": self.launches,
+        }
 
 
 class Runner:
@@ -196,9 +216,15 @@ class Runner:
     launch recording and the tamper check); `evidence()` is what that observation saw so far;
     `coverage()` answers the coverage order (candidate only)."""
 
-    def __init__(self, conn: Any, backend: Backend, model: Any, observe: Callable[[str, Callable[[], Any], list[Any]], Any],
-                 evidence: Callable[[], dict[str, Any]] | None = None,
-                 coverage: Callable[[list[Any]], tuple[dict[str, Any], list[Any]]] | None = None) -> None:
+    def __init__(
+        self,
+        conn: Any,
+        backend: Backend,
+        model: Any,
+        observe: Callable[[str, Callable[[], Any], list[Any]], Any],
+        evidence: Callable[[], dict[str, Any]] | None = None,
+        coverage: Callable[[list[Any]], tuple[dict[str, Any], list[Any]]] | None = None,
+    ) -> None:
         self.conn, self.backend, self.model = conn, backend, model
         self.observe, self.evidence, self.coverage = observe, evidence, coverage
         self.trace: Callable[[list[Any]], tuple[dict[str, Any], bytes]] | None = None  # CPU model (candidate)
@@ -224,12 +250,18 @@ class Runner:
             try:
                 getattr(self, "_" + verb)(*order[1:])
             except Fault as f:
-                self.reply({"type": "fault", "kind": f.kind, "message": f.message, "detail": f.detail,
-                            "phase": verb})
+                self.reply({"type": "fault", "kind": f.kind, "message": f.message, "detail": f.detail, "phase": verb})
                 return
             except Exception as e:  # a harness failure in this process: still this process's verdict
-                self.reply({"type": "fault", "kind": "runtime", "message": f"harness: {short(e)}",
-                            "detail": protocol.traceback_tail(3000), "phase": verb})
+                self.reply(
+                    {
+                        "type": "fault",
+                        "kind": "runtime",
+                        "message": f"harness: {short(e)}",
+                        "detail": protocol.traceback_tail(3000),
+                        "phase": verb,
+                    }
+                )
                 return
 
     # -- orders ---------------------------------------------------------------------------------------
@@ -307,17 +339,20 @@ class Runner:
         chunks = list(chunks)
         inputs = None
         if with_inputs:
-            inputs, data = self._encode(self.staged[:len(specs)])
+            inputs, data = self._encode(self.staged[: len(specs)])
             chunks += data
         self.outputs, self.encoded = [], None
-        self.reply({"type": "outputs", "calls": specs, "inputs": inputs, "evidence": self._evidence()},
-                   b"".join(chunks))
+        self.reply(
+            {"type": "outputs", "calls": specs, "inputs": inputs, "evidence": self._evidence()}, b"".join(chunks)
+        )
 
     def _describe(self) -> None:
         """CUDA: what the outputs are (dtype, shape), so the judge can allocate buffers for them."""
         calls = self._checked()
-        specs = [[tensor_spec(v) if isinstance(v, torch.Tensor) else protocol.scalar_spec(v) for v in values]
-                 for values in calls]
+        specs = [
+            [tensor_spec(v) if isinstance(v, torch.Tensor) else protocol.scalar_spec(v) for v in values]
+            for values in calls
+        ]
         self.reply({"type": "outputs", "calls": specs, "inputs": None, "evidence": self._evidence()})
 
     def _bind(self, buffers: list[list[Any]]) -> None:
@@ -331,8 +366,12 @@ class Runner:
         with torch.no_grad():
             for values, bufs in zip(self._checked(), self.bound):
                 for v, b in zip(values, bufs):
-                    if isinstance(v, torch.Tensor) and isinstance(b, torch.Tensor) and v.shape == b.shape \
-                            and v.dtype == b.dtype:
+                    if (
+                        isinstance(v, torch.Tensor)
+                        and isinstance(b, torch.Tensor)
+                        and v.shape == b.shape
+                        and v.dtype == b.dtype
+                    ):
                         b.copy_(v)
 
     def _fill(self) -> None:

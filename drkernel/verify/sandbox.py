@@ -48,11 +48,20 @@ PR_SET_NO_NEW_PRIVS = 38
 UID_BASE = 0x7E000000
 # Accelerator device nodes the child must still open after dropping root (NVIDIA, DRM, Ascend; not
 # /dev/nvidia-caps, which only MIG administration opens).
-DEVICE_NODES = ("/dev/nvidia*", "/dev/dri/*", "/dev/davinci*", "/dev/devmm_svm",
-                "/dev/hisi_hdc", "/dev/kfd")
+DEVICE_NODES = ("/dev/nvidia*", "/dev/dri/*", "/dev/davinci*", "/dev/devmm_svm", "/dev/hisi_hdc", "/dev/kfd")
 
-_KEEP_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
-             "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH", "NVIDIA_VISIBLE_DEVICES")
+_KEEP_ENV = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "CUDA_VISIBLE_DEVICES",
+    "ASCEND_RT_VISIBLE_DEVICES",
+    "LD_LIBRARY_PATH",
+    "ASCEND_HOME_PATH",
+    "ASCEND_TOOLKIT_HOME",
+    "ASCEND_OPP_PATH",
+    "NVIDIA_VISIBLE_DEVICES",
+)
 
 
 def _libc() -> ctypes.CDLL:
@@ -93,8 +102,14 @@ def needed_paths(private_dir: str) -> list[str]:
     """What a child may still open after dropping root: the interpreter and its libraries, every import
     root (sys.path and the folders of imported top-level packages, e.g. an editable checkout), the
     private dir."""
-    found = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, private_dir,
-             os.path.dirname(os.path.realpath(sys.executable))}
+    found = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        private_dir,
+        os.path.dirname(os.path.realpath(sys.executable)),
+    }
     found.update(p for p in sys.path if os.path.isabs(p))
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
@@ -117,7 +132,7 @@ def _expose(paths: list[str]) -> list[str]:
         if not by_ancestor:
             break
         for top in sorted(by_ancestor, key=len):
-            if any(_under(top, (done,)) for done in shadowed[-len(by_ancestor):] if done != top):
+            if any(_under(top, (done,)) for done in shadowed[-len(by_ancestor) :] if done != top):
                 continue  # below a directory shadowed in this round: the next round sees it afresh
             group = sorted(by_ancestor[top])
             _shadow(top, [p for i, p in enumerate(group) if not any(_under(p, (q,)) for q in group[:i])])
@@ -144,8 +159,9 @@ def _shadow(top: str, keep_paths: list[str]) -> None:
             os.close(fd)
 
 
-def _namespaces(private_dir: str, keep_writable: tuple[str, ...], pid_namespace: bool,
-                expose: list[str] | None) -> tuple[str, str, str]:
+def _namespaces(
+    private_dir: str, keep_writable: tuple[str, ...], pid_namespace: bool, expose: list[str] | None
+) -> tuple[str, str, str]:
     """New mount + network (+ PID) namespace; everything but `private_dir` (and `keep_writable`) read-only.
 
     Returns (mount/net status, PID namespace status, shadowed dirs). The PID namespace applies to
@@ -275,8 +291,10 @@ def _drop_privileges(private_dir: str, uid: int, on_accelerator: bool, nproc_lim
     except PermissionError:
         pass
     nnp = _libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
-    return (f"active (uid=gid={uid}, groups={groups}{', no_new_privs' if nnp else ''})",
-            f"active ({nproc_limit} processes+threads for this uid)")
+    return (
+        f"active (uid=gid={uid}, groups={groups}{', no_new_privs' if nnp else ''})",
+        f"active ({nproc_limit} processes+threads for this uid)",
+    )
 
 
 def _rlimits(memory_limit_mb: int | None, file_limit_bytes: int) -> list[str]:
@@ -371,10 +389,18 @@ def read_tail(path: str, limit: int) -> str:
     return (f"[... {size - limit} bytes cut]\n" + text) if size > limit else text
 
 
-def isolate(private_dir: str, *, on_accelerator: bool, memory_limit_mb: int | None,
-            file_limit_bytes: int = 256 * 1024 * 1024, env: dict[str, str] | None = None,
-            pid_namespace: bool = True, drop_privileges: bool = True, uid: int | None = None,
-            nproc_limit: int | None = None) -> dict[str, str]:
+def isolate(
+    private_dir: str,
+    *,
+    on_accelerator: bool,
+    memory_limit_mb: int | None,
+    file_limit_bytes: int = 256 * 1024 * 1024,
+    env: dict[str, str] | None = None,
+    pid_namespace: bool = True,
+    drop_privileges: bool = True,
+    uid: int | None = None,
+    nproc_limit: int | None = None,
+) -> dict[str, str]:
     """Apply every isolation layer to the calling process; return what each layer did.
 
     Call it first thing in a freshly forked child, before anything else opens files or starts threads.
@@ -400,10 +426,13 @@ def isolate(private_dir: str, *, on_accelerator: bool, memory_limit_mb: int | No
         use_pid_ns = pid_namespace and not on_accelerator
         try:
             layers["namespaces"], pid_status, layers["exposed_dirs"] = _namespaces(
-                private_dir, keep, use_pid_ns, needed or None)
+                private_dir, keep, use_pid_ns, needed or None
+            )
             if pid_namespace and on_accelerator:
-                pid_status = ("fallback: not used on accelerators (the CUDA driver fails to initialise in a "
-                              "new PID namespace); process group + subreaper + nproc limit contain the tree")
+                pid_status = (
+                    "fallback: not used on accelerators (the CUDA driver fails to initialise in a "
+                    "new PID namespace); process group + subreaper + nproc limit contain the tree"
+                )
         except OSError as e:
             layers["namespaces"] = f"unavailable ({e})"
         try:
@@ -442,12 +471,15 @@ def isolate(private_dir: str, *, on_accelerator: bool, memory_limit_mb: int | No
     else:
         hidden = next((p for p in needed if _hidden_ancestor(p)), None)
         if hidden is not None:
-            layers["uid"] = (f"fallback: kept root ({hidden} lies below {_hidden_ancestor(hidden)}, which only its "
-                             "owner can enter, and no mount namespace could expose it)")
+            layers["uid"] = (
+                f"fallback: kept root ({hidden} lies below {_hidden_ancestor(hidden)}, which only its "
+                "owner can enter, and no mount namespace could expose it)"
+            )
             layers["nproc_limit"] = "not enforced (root is exempt)"
         else:
             layers["uid"], layers["nproc_limit"] = _drop_privileges(
-                private_dir, uid if uid is not None else UID_BASE + host_pid, on_accelerator, limit)
+                private_dir, uid if uid is not None else UID_BASE + host_pid, on_accelerator, limit
+            )
             if layers.get("parent_death_signal") == "active":
                 _arm_parent_death(alive_r)
     if alive_r is not None:

@@ -11,11 +11,49 @@ from typing import Any
 
 import torch
 
-_TORCH_FUNCS = ("allclose", "isclose", "equal", "isnan", "isinf", "isfinite", "manual_seed", "randn", "rand",
-                "randint", "empty", "empty_like", "zeros", "abs", "frombuffer")
-_TENSOR_METHODS = ("clone", "detach", "cpu", "to", "contiguous", "data_ptr", "untyped_storage", "numel", "view",
-                   "reshape", "copy_", "double", "float", "abs", "max", "any", "all", "__eq__", "__ne__",
-                   "__sub__", "__and__", "__invert__", "is_floating_point", "__torch_function__")
+_TORCH_FUNCS = (
+    "allclose",
+    "isclose",
+    "equal",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "manual_seed",
+    "randn",
+    "rand",
+    "randint",
+    "empty",
+    "empty_like",
+    "zeros",
+    "abs",
+    "frombuffer",
+)
+_TENSOR_METHODS = (
+    "clone",
+    "detach",
+    "cpu",
+    "to",
+    "contiguous",
+    "data_ptr",
+    "untyped_storage",
+    "numel",
+    "view",
+    "reshape",
+    "copy_",
+    "double",
+    "float",
+    "abs",
+    "max",
+    "any",
+    "all",
+    "__eq__",
+    "__ne__",
+    "__sub__",
+    "__and__",
+    "__invert__",
+    "is_floating_point",
+    "__torch_function__",
+)
 _MISSING = object()
 _TIME_FUNCS = ("perf_counter", "perf_counter_ns", "time", "monotonic")
 

@@ -19,7 +19,7 @@ def _tensor_stats(r: torch.Tensor, c: torch.Tensor, atol: float, rtol: float) ->
     zero = torch.zeros((), dtype=torch.float64, device=rf.device)
     not_close, worst, err2, ref2 = zero.clone(), zero.clone(), zero.clone(), zero.clone()
     for start in range(0, rf.numel(), CHUNK):
-        rc, cc = rf[start:start + CHUNK], cf[start:start + CHUNK]
+        rc, cc = rf[start : start + CHUNK], cf[start : start + CHUNK]
         not_close += (~torch.isclose(cc, rc, atol=atol, rtol=rtol, equal_nan=True)).sum()
         wide = torch.complex128 if rc.is_complex() else torch.float64  # .double() drops the imaginary part
         rd, cd = rc.to(wide), cc.to(wide)
@@ -33,7 +33,9 @@ def _tensor_stats(r: torch.Tensor, c: torch.Tensor, atol: float, rtol: float) ->
     return bad == 0, worst_f, math.sqrt(err2_f), math.sqrt(ref2_f)
 
 
-def _all_stats(r: torch.Tensor, c: torch.Tensor, atol: float, rtol: float) -> tuple[int, int, bool, float, float, float]:
+def _all_stats(
+    r: torch.Tensor, c: torch.Tensor, atol: float, rtol: float
+) -> tuple[int, int, bool, float, float, float]:
     """(NaN mismatches, Inf mismatches, then _tensor_stats' four): in one device pass for large floating
     CUDA tensors (drkernel.verify.compare_kernel), else with torch ops."""
     if r.device.type == "cuda":
@@ -50,8 +52,9 @@ def _all_stats(r: torch.Tensor, c: torch.Tensor, atol: float, rtol: float) -> tu
     return 0, 0, *_tensor_stats(r, c, atol, rtol)
 
 
-def compare(reference: list[Any], candidate: list[Any], atol: float, rtol: float,
-            mode: str = "strict") -> tuple[bool, str, dict[str, Any]]:
+def compare(
+    reference: list[Any], candidate: list[Any], atol: float, rtol: float, mode: str = "strict"
+) -> tuple[bool, str, dict[str, Any]]:
     """Same structure, shape, dtype; no NaN/Inf where the reference is finite; then per tensor:
     - elementwise: KernelBench's allclose(atol, rtol);
     - scale ("strict" mode only): relative L2 error ||c - r|| / ||r|| <= rtol. An absolute tolerance
@@ -87,12 +90,19 @@ def compare(reference: list[Any], candidate: list[Any], atol: float, rtol: float
                 return False, f"{where} values differ (max abs diff {worst:.3g}, atol={atol:g}, rtol={rtol:g})", stats
             if mode == "strict" and not rel <= rtol:
                 stats["scale"] = False
-                return False, (f"{where} relative L2 error {rel:.3g} > {rtol:g} (within atol elementwise, "
-                               f"but wrong at the output's own scale)"), stats
+                return (
+                    False,
+                    (
+                        f"{where} relative L2 error {rel:.3g} > {rtol:g} (within atol elementwise, "
+                        f"but wrong at the output's own scale)"
+                    ),
+                    stats,
+                )
         else:
             if isinstance(r, float) and isinstance(c, (int, float)) and not isinstance(c, bool):
-                if not math.isclose(c, r, rel_tol=rtol, abs_tol=atol if mode == "kernelbench" else 0.0) and \
-                        not (mode == "strict" and r == 0 and abs(c) <= atol):
+                if not math.isclose(c, r, rel_tol=rtol, abs_tol=atol if mode == "kernelbench" else 0.0) and not (
+                    mode == "strict" and r == 0 and abs(c) <= atol
+                ):
                     return False, f"{where} = {c!r}, reference {r!r}", stats
             elif c != r or type(c) is not type(r):
                 return False, f"{where} = {c!r}, reference {r!r}", stats

@@ -38,8 +38,15 @@ from drkernel.verify import protocol
 
 MAX_STATE = 256  # committed state tensors
 MAX_EVENTS = 512
-ALLOC_OPS = frozenset({"aten::empty.memory_format", "aten::empty_strided", "aten::empty_like", "aten::new_empty",
-                       "aten::new_empty_strided"})
+ALLOC_OPS = frozenset(
+    {
+        "aten::empty.memory_format",
+        "aten::empty_strided",
+        "aten::empty_like",
+        "aten::new_empty",
+        "aten::new_empty_strided",
+    }
+)
 
 
 class TraceError(Exception):
@@ -126,8 +133,13 @@ class TraceRecorder(TorchDispatchMode):
                 raise TraceError("a tensor that is neither an input, committed state, nor made in this forward")
             bid = self._new(ptr, {"kind": "state", "nbytes": held.untyped_storage().nbytes()})
             self.state_tensors[bid] = held
-        return {"buf": bid, "offset": t.storage_offset(), "shape": list(t.shape), "stride": list(t.stride()),
-                "dtype": str(t.dtype).removeprefix("torch.")}
+        return {
+            "buf": bid,
+            "offset": t.storage_offset(),
+            "shape": list(t.shape),
+            "stride": list(t.stride()),
+            "dtype": str(t.dtype).removeprefix("torch."),
+        }
 
     def value(self, v: Any) -> Any:
         if isinstance(v, torch.Tensor):
@@ -173,8 +185,12 @@ class TraceRecorder(TorchDispatchMode):
             self.keep.append(out.untyped_storage())
             self._event({"op": "alloc", "buf": bid, "nbytes": nbytes})
             return out
-        event = {"op": "aten", "name": name, "args": [self.value(a) for a in args],
-                 "kwargs": {k: self.value(v) for k, v in kwargs.items()}}
+        event = {
+            "op": "aten",
+            "name": name,
+            "args": [self.value(a) for a in args],
+            "kwargs": {k: self.value(v) for k, v in kwargs.items()},
+        }
         out = func(*args, **kwargs)
         outs = []
         for t in tree_flatten(out)[0]:
@@ -201,9 +217,14 @@ class TraceRecorder(TorchDispatchMode):
         grid = [int(g) for g in (grid if isinstance(grid, (list, tuple)) else (grid,))]
         if not 1 <= len(grid) <= 3:
             raise TraceError("a grid has one to three dimensions")
-        self._event({"op": "launch", "kernel": getattr(jit_obj.fn, "__name__", "?"),
-                     "grid": grid + [1] * (3 - len(grid)),
-                     "args": {k: self.value(v) for k, v in bound.items()}})
+        self._event(
+            {
+                "op": "launch",
+                "kernel": getattr(jit_obj.fn, "__name__", "?"),
+                "grid": grid + [1] * (3 - len(grid)),
+                "args": {k: self.value(v) for k, v in bound.items()},
+            }
+        )
 
     def result(self, outputs: list[Any]) -> tuple[dict[str, Any], bytes]:
         refs = []
@@ -215,8 +236,11 @@ class TraceRecorder(TorchDispatchMode):
         for bid in sorted(self.state_tensors):
             s = self.state_tensors[bid].untyped_storage()
             chunks.append(torch.empty(0, dtype=torch.uint8).set_(s, 0, (s.nbytes(),), (1,)).numpy().tobytes())
-        header = {"buffers": [self.buffers[i] for i in range(len(self.buffers))], "events": self.events,
-                  "outputs": refs}
+        header = {
+            "buffers": [self.buffers[i] for i in range(len(self.buffers))],
+            "events": self.events,
+            "outputs": refs,
+        }
         try:  # checked here too, so an honest forward the format cannot carry is a fault, not a broken protocol
             protocol.validate({"type": "trace", **header})
             if len(json.dumps(header, allow_nan=False)) > protocol.MAX_HEADER - 1024:
@@ -226,8 +250,9 @@ class TraceRecorder(TorchDispatchMode):
         return header, b"".join(chunks)
 
 
-def record(call: Callable[[], Any], inputs: list[Any], state: dict[int, torch.Tensor],
-           flatten: Callable[[Any], list[Any]]) -> tuple[dict[str, Any], bytes]:
+def record(
+    call: Callable[[], Any], inputs: list[Any], state: dict[int, torch.Tensor], flatten: Callable[[Any], list[Any]]
+) -> tuple[dict[str, Any], bytes]:
     """Run one forward under a TraceRecorder, with Triton launches noted through the run wrappers."""
     from triton.runtime.jit import JITFunction
 
@@ -251,6 +276,7 @@ def record(call: Callable[[], Any], inputs: list[Any], state: dict[int, torch.Te
                 return original(jit_self, *args, **kwargs)
             finally:
                 recorder.in_launch -= 1
+
         return run
 
     for cls, original in saved:

@@ -69,13 +69,25 @@ class Verdict:
             details["all_hacks"] = self.hacks
         details["phase_s"] = {k: round(v, 4) for k, v in self.phase_s.items()}
         if self.device == "cpu" and runtime is not None:
-            details["timing_note"] = ("CPU Triton interpreter: times are wall-clock round trips and the timing-based "
-                                      "checks are logic-level only")
+            details["timing_note"] = (
+                "CPU Triton interpreter: times are wall-clock round trips and the timing-based "
+                "checks are logic-level only"
+            )
         reward = kernel_reward(correct, hack, speedup, coverage, RewardConfig(), compiled=self.compiled)
         return VerifyResult(
-            status="ok", compiled=self.compiled, correct=correct, hack=hack, runtime_ms=runtime,
-            ref_runtime_ms=ref_runtime, speedup=speedup, coverage=coverage, reward=reward,
+            status="ok",
+            compiled=self.compiled,
+            correct=correct,
+            hack=hack,
+            runtime_ms=runtime,
+            ref_runtime_ms=ref_runtime,
+            speedup=speedup,
+            coverage=coverage,
+            reward=reward,
             error=ErrorInfo(**self.error) if self.error else None,  # type: ignore[arg-type]
-            device=self.device, timing_source=(self.timing_source or TIMING_SOURCE[self.device]) if runtime is not None else None,
-            checks=[CheckRecord(**c) for c in self.checks], details=details, elapsed_s=time.perf_counter() - t0,
+            device=self.device,
+            timing_source=(self.timing_source or TIMING_SOURCE[self.device]) if runtime is not None else None,
+            checks=[CheckRecord(**c) for c in self.checks],
+            details=details,
+            elapsed_s=time.perf_counter() - t0,
         )

@@ -80,8 +80,9 @@ class SlowVerifier:
         return self.calls
 
 
-async def toy_episode(task: TaskRow, group_id: str, sample_index: int, generate, verify, tokenizer, cfg,
-                      reward_cfg) -> Trajectory:
+async def toy_episode(
+    task: TaskRow, group_id: str, sample_index: int, generate, verify, tokenizer, cfg, reward_cfg
+) -> Trajectory:
     """run_episode's signature and token bookkeeping, minus the real prompts: T turns of generate + verify."""
     kind = task.prompt[-1].content.split()[0]
     if kind == "sleepy":
@@ -94,8 +95,19 @@ async def toy_episode(task: TaskRow, group_id: str, sample_index: int, generate,
         traj.response_mask += [1] * len(out.token_ids)
         traj.response_logprobs += out.logprobs
         verdict = await verify(task.reference_code, f"{kind}/{group_id}/{sample_index}/{turn}", task.entry_point)
-        traj.turns.append(Turn(index=turn, start=start, end=len(traj.response_ids), policy_version=out.version,
-                               finish_reason=out.finish_reason, text="", code="x", verdict=verdict, reward=1.0))
+        traj.turns.append(
+            Turn(
+                index=turn,
+                start=start,
+                end=len(traj.response_ids),
+                policy_version=out.version,
+                finish_reason=out.finish_reason,
+                text="",
+                code="x",
+                verdict=verdict,
+                reward=1.0,
+            )
+        )
         traj.response_ids += [9, 9]  # feedback tokens
         traj.response_mask += [0, 0]
         traj.response_logprobs += [0.0, 0.0]
@@ -104,8 +116,16 @@ async def toy_episode(task: TaskRow, group_id: str, sample_index: int, generate,
     return traj
 
 
-async def train_loop(queue, policy, expected: int, batch_size: int, seed: int = 0, step_s: float = 0.02,
-                     deadline_s: float = 60.0, on_batch=None) -> dict[str, Any]:
+async def train_loop(
+    queue,
+    policy,
+    expected: int,
+    batch_size: int,
+    seed: int = 0,
+    step_s: float = 0.02,
+    deadline_s: float = 60.0,
+    on_batch=None,
+) -> dict[str, Any]:
     """A fake trainer: take batches until `expected` groups were consumed or dropped, pushing a new version
     (policy first, then the queue, as the weight publisher does) after every batch. Records each consumed
     group's lag (version at consumption - oldest version in it) and the queue's budget invariant."""

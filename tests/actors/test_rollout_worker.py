@@ -126,8 +126,13 @@ def test_failing_samples_are_retried_and_a_poison_group_is_reported(ray_cluster,
     failed = ray.get(source.failed.remote())
     assert [f["group_id"].split("#")[0] for f in failed] == ["poison04"]
     assert "failed 2 times" in failed[0]["error"] and "verifier replica lost" in failed[0]["error"]
-    assert sorted(g.split("#")[0] for g in result["consumed"]) == ["flaky01", "plain00", "plain02", "plain03",
-                                                                 "plain05"]
+    assert sorted(g.split("#")[0] for g in result["consumed"]) == [
+        "flaky01",
+        "plain00",
+        "plain02",
+        "plain03",
+        "plain05",
+    ]
     assert result["stats"]["failed"] == 1 and result["stats"]["running"] == 0
     # every flaky sample failed once and was retried; the poison group's first sample failed twice
     assert worker_stats["sample_errors"] >= ROLLOUT.samples_per_prompt + 2

@@ -76,18 +76,21 @@ def model_path(tmp_path_factory):
 
 
 def _config(tmp, **trainer) -> TrainConfig:
-    return TrainConfig.model_validate({
-        "model": SMALL,
-        "queue": {"groups_per_step": 1},
-        "rollout": {"samples_per_prompt": 3, "max_turns": 2, "temperature": 1.0},
-        "trainer": {"lr": 1e-2, "micro_batch_size": 2, "device": "cpu", "output_dir": str(tmp), **trainer},
-        "algorithm": {"mrs": {"mode": None, "veto_threshold": None}},  # synthetic engine log-probs are made up
-    })
+    return TrainConfig.model_validate(
+        {
+            "model": SMALL,
+            "queue": {"groups_per_step": 1},
+            "rollout": {"samples_per_prompt": 3, "max_turns": 2, "temperature": 1.0},
+            "trainer": {"lr": 1e-2, "micro_batch_size": 2, "device": "cpu", "output_dir": str(tmp), **trainer},
+            "algorithm": {"mrs": {"mode": None, "veto_threshold": None}},  # synthetic engine log-probs are made up
+        }
+    )
 
 
 def _groups(tag: str):
-    return [make_trajectory(tag, i, [TurnSpec(tokens=4), TurnSpec(tokens=3, **(OK if i == 0 else {}))])
-            for i in range(3)]
+    return [
+        make_trajectory(tag, i, [TurnSpec(tokens=4), TurnSpec(tokens=3, **(OK if i == 0 else {}))]) for i in range(3)
+    ]
 
 
 def test_step_push_checkpoint_and_resume(ray_cluster, model_path, tmp_path):

@@ -26,9 +26,16 @@ def pool(tmp_path_factory):
 
 def finished(group: PromptGroup | str, ticket: int, version: int = 0) -> FinishedGroup:
     group_id = group.group_id if isinstance(group, PromptGroup) else group
-    traj = Trajectory(group_id=group_id, sample_index=0, task_uid="t", prompt_ids=[1], response_ids=[5],
-                      response_mask=[1], response_logprobs=[-1.0],
-                      turns=[Turn(0, 0, 1, version, "stop", "", None)])
+    traj = Trajectory(
+        group_id=group_id,
+        sample_index=0,
+        task_uid="t",
+        prompt_ids=[1],
+        response_ids=[5],
+        response_mask=[1],
+        response_logprobs=[-1.0],
+        turns=[Turn(0, 0, 1, version, "stop", "", None)],
+    )
     return FinishedGroup(group_id, "t", version, [traj], ticket, "w")
 
 
@@ -185,7 +192,7 @@ def test_group_ids_name_epoch_and_position(ray_cluster, pool):
     assert ray.get(source.next_group.remote("w", 0)) is None
     assert len(set(ids)) == 2 * N
     for epoch in (0, 1):
-        mine = ids[epoch * N:(epoch + 1) * N]
+        mine = ids[epoch * N : (epoch + 1) * N]
         assert [g.split("#")[1] for g in mine] == [f"e{epoch}p{p}" for p in range(N)]
         assert sorted(g.split("#")[0] for g in mine) == [f"plain{i:02d}" for i in range(N)]
     assert ray.get(source.stats.remote())["outstanding"] == 2 * N

@@ -20,8 +20,12 @@ ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers canno
 
 def _source(seed: int) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
-    return {"embed.weight": torch.randn(1100, 256, generator=g), "layer.0.w": torch.randn(64, 64, generator=g),
-            "layer.0.b": torch.randn(64, generator=g), "norm.half": torch.randn(64, generator=g).to(torch.bfloat16)}
+    return {
+        "embed.weight": torch.randn(1100, 256, generator=g),
+        "layer.0.w": torch.randn(64, 64, generator=g),
+        "layer.0.b": torch.randn(64, generator=g),
+        "norm.half": torch.randn(64, generator=g).to(torch.bfloat16),
+    }
 
 
 def _template(state: dict[str, torch.Tensor]) -> dict[str, tuple[list[int], str]]:

@@ -12,13 +12,14 @@ import pytest
 from drkernel.verify import Verifier, VerifyOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import candidate_set  # noqa: E402
+import candidate_set
 
 pytestmark = pytest.mark.integration
 
 # Correctness on two seeds, one timed call each way: enough for a reward, cheap on 2 cores.
-CHEAP = VerifyOptions(device="cpu", num_correct_trials=2, num_perf_trials=1, num_warmup=0, measure_coverage=False,
-                      timeout_s=120)
+CHEAP = VerifyOptions(
+    device="cpu", num_correct_trials=2, num_perf_trials=1, num_warmup=0, measure_coverage=False, timeout_s=120
+)
 HONEST = {c.problem: c for c in candidate_set.honest()}
 CPU_HACKS = [c for c in candidate_set.CANDIDATES if c.kind == "hack" and not c.gpu_only]
 
@@ -40,7 +41,14 @@ def test_set_shape():
     problems, candidates = candidate_set.select("issue8")
     assert [p.name for p in problems] == candidate_set.ISSUE8_PROBLEMS
     assert [c.file for c in candidates] == candidate_set.ISSUE8_CANDIDATES
-    assert {p.cost for p in candidate_set.PROBLEMS} >= {"elementwise", "reduction", "norm", "softmax", "matmul", "fused"}
+    assert {p.cost for p in candidate_set.PROBLEMS} >= {
+        "elementwise",
+        "reduction",
+        "norm",
+        "softmax",
+        "matmul",
+        "fused",
+    }
 
 
 @pytest.mark.parametrize("name", list(HONEST))

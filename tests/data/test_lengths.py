@@ -12,8 +12,15 @@ from drkernel.sft.data import prompt_ids
 
 
 def write(path, words: list[int]) -> pa.Table:
-    records = [{"data_source": "t", "prompt": [{"role": "user", "content": "kernel " * n}],
-                "reward_model": {"ground_truth": "x"}, "extra_info": {"uuid": f"u{i}"}} for i, n in enumerate(words)]
+    records = [
+        {
+            "data_source": "t",
+            "prompt": [{"role": "user", "content": "kernel " * n}],
+            "reward_model": {"ground_truth": "x"},
+            "extra_info": {"uuid": f"u{i}"},
+        }
+        for i, n in enumerate(words)
+    ]
     pq.write_table(pa.Table.from_pylist(records), path)
     return pq.read_table(path)
 
@@ -23,6 +30,7 @@ def test_lengths_are_cached_by_file_content_and_tokenizer(tmp_path):
     path = str(tmp_path / "pool.parquet")
     table = write(path, [1, 5, 9, 30])
     valid = np.array([0, 1, 3])  # row 2 did not validate: never tokenized, never reported
+
     def count(n: int) -> int:
         return len(prompt_ids(tokenizer, [{"role": "user", "content": "kernel " * n}]))
 

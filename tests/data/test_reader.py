@@ -97,12 +97,15 @@ def test_bad_rows_across_files_are_named_by_file_row_and_uuid(tmp_path):
 def test_a_file_missing_a_column_is_one_error_counting_its_rows(tmp_path):
     records = make_records(3)
     pq.write_table(pa.Table.from_pylist(records), tmp_path / "0.parquet")
-    pq.write_table(pa.Table.from_pylist([{k: v for k, v in r.items() if k != "reward_model"} for r in records]),
-                   tmp_path / "1.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([{k: v for k, v in r.items() if k != "reward_model"} for r in records]),
+        tmp_path / "1.parquet",
+    )
     result = scan(tmp_path, skip_invalid=True)
     assert result.num_invalid == 3 and result.num_valid == 3
-    assert [str(e) for e in result.errors] == [f"{tmp_path / '1.parquet'}: row: reward_model: column missing "
-                                               "from this file (3 rows)"]
+    assert [str(e) for e in result.errors] == [
+        f"{tmp_path / '1.parquet'}: row: reward_model: column missing from this file (3 rows)"
+    ]
 
 
 def test_missing_and_unreadable_files(tmp_path):

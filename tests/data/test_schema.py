@@ -120,6 +120,10 @@ def test_errors_name_file_row_uuid_and_field():
     with pytest.raises(RowError) as info:
         parse_row(raw, 7, "pool/train-1.parquet")
     error = info.value
-    assert (error.file, error.index, error.uuid, error.field) == ("pool/train-1.parquet", 7, "abc-1",
-                                                                  "reward_model.ground_truth")
+    assert (error.file, error.index, error.uuid, error.field) == (
+        "pool/train-1.parquet",
+        7,
+        "abc-1",
+        "reward_model.ground_truth",
+    )
     assert str(error).startswith("pool/train-1.parquet: row 7 (uuid abc-1): reward_model.ground_truth: ")

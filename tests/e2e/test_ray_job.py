@@ -48,16 +48,20 @@ def _ports(n: int) -> list[int]:
 
 
 def _ray(*args: str, env: dict, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "ray"), *args], env=env, cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([str(BIN / "ray"), *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 
 def _node_ports(ports: list[int]) -> list[str]:
     """The ports every node opens; left to Ray they collide with another Ray on the same host."""
     agent, agent_grpc, metrics, runtime_env, node_manager, object_manager = ports
-    return [f"--dashboard-agent-listen-port={agent}", f"--dashboard-agent-grpc-port={agent_grpc}",
-            f"--metrics-export-port={metrics}", f"--runtime-env-agent-port={runtime_env}",
-            f"--node-manager-port={node_manager}", f"--object-manager-port={object_manager}"]
+    return [
+        f"--dashboard-agent-listen-port={agent}",
+        f"--dashboard-agent-grpc-port={agent_grpc}",
+        f"--metrics-export-port={metrics}",
+        f"--runtime-env-agent-port={runtime_env}",
+        f"--node-manager-port={node_manager}",
+        f"--object-manager-port={object_manager}",
+    ]
 
 
 def _cluster_processes(mark: re.Pattern) -> list[psutil.Process]:
@@ -81,13 +85,26 @@ def two_node_cluster(ray_cluster, tmp_path_factory):
     gcs, dashboard, client, serve_http, *ports = _ports(16)
     # Ray 2.60's `ray start` turns token auth on; the job's `python` is the cluster's, so the venv leads PATH.
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {
-        "RAY_AUTH_MODE": "token", "PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0",
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+        "RAY_AUTH_MODE": "token",
+        "PYTHONPATH": str(REPO),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     mark = re.compile(rf"{re.escape(str(temp_dir))}|:{gcs}\b")
     try:
-        head = _ray("start", "--head", f"--port={gcs}", f"--dashboard-port={dashboard}", "--include-dashboard=true",
-                    "--dashboard-host=127.0.0.1", f"--ray-client-server-port={client}", "--num-cpus=1",
-                    f"--temp-dir={temp_dir}", *_node_ports(ports[:6]), env=env)
+        head = _ray(
+            "start",
+            "--head",
+            f"--port={gcs}",
+            f"--dashboard-port={dashboard}",
+            "--include-dashboard=true",
+            "--dashboard-host=127.0.0.1",
+            f"--ray-client-server-port={client}",
+            "--num-cpus=1",
+            f"--temp-dir={temp_dir}",
+            *_node_ports(ports[:6]),
+            env=env,
+        )
         assert head.returncode == 0, head.stderr[-3000:]
         worker = _ray("start", f"--address=127.0.0.1:{gcs}", "--num-cpus=2", *_node_ports(ports[6:12]), env=env)
         assert worker.returncode == 0, worker.stderr[-3000:]
@@ -108,8 +125,23 @@ def two_node_cluster(ray_cluster, tmp_path_factory):
 
 
 def _submit(cluster: dict, args: list[str]) -> str:
-    out = _ray("job", "submit", "--address", cluster["address"], "--working-dir", ".", "--runtime-env",
-               "runtime_env.yaml", "--no-wait", "--", "python", "-m", "pipelines.train", *args, env=cluster["env"])
+    out = _ray(
+        "job",
+        "submit",
+        "--address",
+        cluster["address"],
+        "--working-dir",
+        ".",
+        "--runtime-env",
+        "runtime_env.yaml",
+        "--no-wait",
+        "--",
+        "python",
+        "-m",
+        "pipelines.train",
+        *args,
+        env=cluster["env"],
+    )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     found = re.search(r"raysubmit_\w+", out.stdout + out.stderr)
     assert found, out.stdout
@@ -146,8 +178,15 @@ def test_submitted_job_runs_on_two_nodes_and_stop_leaves_nothing(two_node_cluste
     cluster = two_node_cluster
     before = _engines_and_forkservers()
 
-    job = _submit(cluster, [*overrides, f"trainer.total_steps={STEPS}", f"trainer.output_dir={tmp_path / 'run'}",
-                            f"policy.http_port={cluster['serve_http']}"])  # Serve's default 8000 may be taken
+    job = _submit(
+        cluster,
+        [
+            *overrides,
+            f"trainer.total_steps={STEPS}",
+            f"trainer.output_dir={tmp_path / 'run'}",
+            f"policy.http_port={cluster['serve_http']}",
+        ],
+    )  # Serve's default 8000 may be taken
     deadline = time.monotonic() + 600
     while f"step 1/{STEPS}" not in (logs := _logs(cluster, job)):
         assert _status(cluster, job) in ("PENDING", "RUNNING"), logs[-4000:]

@@ -66,11 +66,24 @@ def test_job_runs_every_actor_and_pushes_bit_identical_weights(ray_cluster, tiny
     assert len(summary["trained_group_ids"]) == 4 and len(set(summary["trained_group_ids"])) == 4
     rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
-    for key in ("rollout/reward_mean", "rollout/correct_rate", "rollout/fast1", "rollout/compile_rate",
-                "rollout/format_rate", "rollout/hack_rate", "staleness/max", "queue/ready", "train/grad_norm",
-                "train/clip_fraction", "train/entropy", "throughput/tokens_per_s",
-                "rollout/verifier_s_per_call", "rollout/response_length_mean", "weight_sync/total_s",
-                "data/rows_too_long"):
+    for key in (
+        "rollout/reward_mean",
+        "rollout/correct_rate",
+        "rollout/fast1",
+        "rollout/compile_rate",
+        "rollout/format_rate",
+        "rollout/hack_rate",
+        "staleness/max",
+        "queue/ready",
+        "train/grad_norm",
+        "train/clip_fraction",
+        "train/entropy",
+        "throughput/tokens_per_s",
+        "rollout/verifier_s_per_call",
+        "rollout/response_length_mean",
+        "weight_sync/total_s",
+        "data/rows_too_long",
+    ):
         assert key in rows[-1], key
     samples = (tmp_path / "run" / "samples.jsonl").read_text().splitlines()
     assert samples and all("turns" in json.loads(s) for s in samples)
@@ -99,7 +112,10 @@ def test_a_killed_job_resumes_where_an_unbroken_run_ends(ray_cluster, tiny_recip
     address = ray.get_runtime_context().gcs_address
     proc = subprocess.Popen(
         [sys.executable, "-m", "pipelines.train", "--address", address, *common, f"trainer.output_dir={killed_dir}"],
-        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     try:

@@ -22,8 +22,14 @@ def test_elementwise_kernel_counts_each_byte_once():
     with TritonCounter() as c:
         k.add_kernel[(8,)](a, b, o, 1000, BLOCK=128)  # 1024 lanes, 24 masked off
     got = _one(c)
-    assert (got.name, got.kind, got.read_bytes, got.write_bytes, got.reread_bytes, got.flops) == \
-        ("add_kernel", "triton", 8000, 4000, 0, {"vector": 1024.0})  # masked-off lanes still execute
+    assert (got.name, got.kind, got.read_bytes, got.write_bytes, got.reread_bytes, got.flops) == (
+        "add_kernel",
+        "triton",
+        8000,
+        4000,
+        0,
+        {"vector": 1024.0},
+    )  # masked-off lanes still execute
     assert launch_seconds(got, H200) == pytest.approx(12000 / 4.3e12 + 4e-6)  # memory-bound: 1024 flops are nothing
     with AtenCounter() as ref:
         torch.add(a, b)
@@ -51,12 +57,12 @@ def test_tiled_matmul_counts_rereads_and_dot_flops():
     # re-read is of a strip another program loaded (L2), none within a program.
     assert (got.read_bytes, got.write_bytes, got.reread_bytes, got.local_reread_bytes) == (8192, 4096, 8192, 0)
     # fp32 tl.dot defaults to TF32; `acc +=` adds a 16x16 tile per k step in each of the 4 programs
-    assert got.flops == {"tf32": 2.0 * 32 ** 3, "vector": 4 * 2 * 16 * 16}
+    assert got.flops == {"tf32": 2.0 * 32**3, "vector": 4 * 2 * 16 * 16}
     torch.testing.assert_close(c, a @ b, atol=1e-3, rtol=1e-3)
     with AtenCounter() as ref:
         torch.mm(a, b)
     (r,) = ref.launches
-    assert (r.name, r.read_bytes, r.write_bytes, r.flops) == ("aten::mm", 8192, 4096, {"fp32": 2.0 * 32 ** 3})
+    assert (r.name, r.read_bytes, r.write_bytes, r.flops) == ("aten::mm", 8192, 4096, {"fp32": 2.0 * 32**3})
     big = LaunchCount("mm", "triton", 0, 0, 0, {"tf32": 495e12})
     assert launch_seconds(big, H200) == pytest.approx(1.0 + 4e-6)  # compute-bound: flops / peak
 
@@ -84,8 +90,11 @@ def test_reading_input_twice_models_slower_than_once():
         k.add_once_kernel[(64,)](a, b, o2, a.numel(), BLOCK=1024)
     torch.testing.assert_close(o1, o2)
     # the second load of a is the same program's: an L1 re-read, not DRAM traffic and not an L2 one
-    assert (_one(twice).local_reread_bytes, _one(twice).reread_bytes, _one(once).local_reread_bytes) == \
-        (a.numel() * 4, 0, 0)
+    assert (_one(twice).local_reread_bytes, _one(twice).reread_bytes, _one(once).local_reread_bytes) == (
+        a.numel() * 4,
+        0,
+        0,
+    )
     assert _one(twice).read_bytes == _one(once).read_bytes
     assert model_time(twice.launches, H200).seconds > model_time(once.launches, H200).seconds
 

@@ -12,7 +12,11 @@ def test_defaults_are_the_recipe():
     c = AlgorithmConfig()
     assert (c.trloo.estimator, c.trloo.gamma) == ("trloo", 1.0)
     assert (c.mrs.mode, c.mrs.lower, c.mrs.upper, c.mrs.veto_threshold, c.mrs.tis_mode) == (
-        "geometric", 0.999, 1.001, 1e-4, None
+        "geometric",
+        0.999,
+        1.001,
+        1e-4,
+        None,
     )
     assert (c.prs.enabled, c.prs.mode, c.prs.threshold, c.prs.factor) == (True, "turn", 0.3, 0.1)
     assert (c.filter.enabled, c.filter.min_std, c.filter.max_skip_steps) == (True, 1e-3, 5)

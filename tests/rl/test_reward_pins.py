@@ -24,8 +24,9 @@ from drkernel.verify.verdict import Verdict
 
 def verdict(cand_ms: float, ref_ms: float, coverage: float | None = 1.0) -> VerifyResult:
     """A correct, honest, timed verdict as the judge finishes it."""
-    v = Verdict(device="cpu", compiled=True, loaded=True, correct=True, cand_ms=cand_ms, ref_ms=ref_ms,
-                coverage=coverage)
+    v = Verdict(
+        device="cpu", compiled=True, loaded=True, correct=True, cand_ms=cand_ms, ref_ms=ref_ms, coverage=coverage
+    )
     return v.result(0.0)
 
 
@@ -99,8 +100,10 @@ def test_step_batch_refuses_a_nan_reward_and_zeroes_nan_measurements():
     """A NaN reward on a scored turn is a bug upstream: refused, naming the trajectory. NaN coverage in a
     verdict is read as 0, so PRS (hard rule) rejects that correct turn rather than keeping it."""
     good = dict(correct=True, reward=1.5, speedup=1.0, coverage=0.9)
-    bad = [make_trajectory("g", 0, [TurnSpec(**good)]),
-           make_trajectory("g", 1, [TurnSpec(**{**good, "reward": math.nan})])]
+    bad = [
+        make_trajectory("g", 0, [TurnSpec(**good)]),
+        make_trajectory("g", 1, [TurnSpec(**{**good, "reward": math.nan})]),
+    ]
     with pytest.raises(ValueError, match="g/1 turn 0"):
         _build(bad)
     trajs = [
@@ -127,8 +130,9 @@ def test_a_cap_below_one_is_a_valid_setting():
 def test_geometric_prs_with_one_counted_turn_uses_its_coverage():
     """One counted correct turn of coverage 0.25 (its own geometric mean) is below theta: rejected."""
     cov = torch.tensor([[0.25, 0.0]])
-    keep = prs_keep_mask(cov, torch.tensor([[True, False]]), torch.tensor([[True, False]]),
-                         PRSConfig(mode="geometric"), prs_generator(0))
+    keep = prs_keep_mask(
+        cov, torch.tensor([[True, False]]), torch.tensor([[True, False]]), PRSConfig(mode="geometric"), prs_generator(0)
+    )
     assert keep.tolist() == [[False, True]]
 
 
@@ -149,8 +153,11 @@ def test_geometric_prs_reads_nan_as_zero_and_caps_coverage_at_one():
     correct = torch.ones(2, 2, dtype=torch.bool)
     cov = torch.tensor([[math.nan, 1.0], [1.5, 0.1]])  # row 1: sqrt(1 * 0.1) = 0.316 -> p = 0.16, not sqrt(0.15)
     gen = prs_generator(0)
-    kept = torch.stack([prs_keep_mask(cov, correct, correct, PRSConfig(mode="geometric"), gen)[:, 0]
-                        for _ in range(400)]).double().mean(0)
+    kept = (
+        torch.stack([prs_keep_mask(cov, correct, correct, PRSConfig(mode="geometric"), gen)[:, 0] for _ in range(400)])
+        .double()
+        .mean(0)
+    )
     assert kept[0] == 0.0
     assert abs(kept[1].item() - (math.sqrt(0.1) - 0.3) / 0.1) < 0.08
 

@@ -138,14 +138,22 @@ def test_filter_metrics_of_a_skip_and_a_forced_step():
     skip = f.step(["a", "b", "c"], [flat, flat, torch.tensor([0.0, 1.0])])
     assert skip.skipped is True and skip.forced is False and skip.train == []
     assert skip.metrics == {
-        "filter/pool_groups": 3.0, "filter/dropped_low_variance": 2.0, "filter/dropped_small": 0.0,
-        "filter/survivors": 1.0, "filter/buffered": 1.0, "filter/evicted": 0.0, "filter/consecutive_skips": 1.0,
+        "filter/pool_groups": 3.0,
+        "filter/dropped_low_variance": 2.0,
+        "filter/dropped_small": 0.0,
+        "filter/survivors": 1.0,
+        "filter/buffered": 1.0,
+        "filter/evicted": 0.0,
+        "filter/consecutive_skips": 1.0,
     }
     forced = f.step(["d"], [flat])
     assert forced.forced is True and forced.skipped is False and forced.train == ["c"]
     assert forced.metrics == {
-        "filter/pool_groups": 2.0, "filter/dropped_low_variance": 1.0, "filter/dropped_small": 0.0,
-        "filter/survivors": 1.0, "filter/forced_groups": 1.0,
+        "filter/pool_groups": 2.0,
+        "filter/dropped_low_variance": 1.0,
+        "filter/dropped_small": 0.0,
+        "filter/survivors": 1.0,
+        "filter/forced_groups": 1.0,
     }
 
 
@@ -160,8 +168,11 @@ def _batch(rows: int = 4, length: int = 3, seed: int = 0) -> tuple[torch.Tensor,
 
 def test_loss_errors_name_the_argument():
     logp, old, adv, mask = _batch()
-    for name, kw in (("old_log_prob", {"old_log_prob": old[:1]}), ("advantages", {"advantages": adv[:1]}),
-                     ("response_mask", {"response_mask": mask[:1]})):
+    for name, kw in (
+        ("old_log_prob", {"old_log_prob": old[:1]}),
+        ("advantages", {"advantages": adv[:1]}),
+        ("response_mask", {"response_mask": mask[:1]}),
+    ):
         args = {"log_prob": logp, "old_log_prob": old, "advantages": adv, "response_mask": mask, **kw}
         with pytest.raises(ValueError, match=rf"^{name} shape \(1, 3\) != log_prob shape \(4, 3\)$"):
             policy_loss(cfg=LossConfig(), **args)
@@ -173,10 +184,18 @@ def test_loss_metric_names():
     logp, old, adv, mask = _batch()
     kept = mask.clone()
     kept[0] = False
-    _, m = policy_loss(logp, old, adv, kept, LossConfig(kl_coef=0.1), ref_log_prob=old, rollout_log_prob=old,
-                       unrejected_mask=mask)
-    assert {"loss/pg_loss", "loss/clipfrac", "loss/clipfrac_dual", "loss/ppo_kl", "loss/kl_loss",
-            "rejected/token_rejected_fraction", "mismatch/kl"} <= set(m)
+    _, m = policy_loss(
+        logp, old, adv, kept, LossConfig(kl_coef=0.1), ref_log_prob=old, rollout_log_prob=old, unrejected_mask=mask
+    )
+    assert {
+        "loss/pg_loss",
+        "loss/clipfrac",
+        "loss/clipfrac_dual",
+        "loss/ppo_kl",
+        "loss/kl_loss",
+        "rejected/token_rejected_fraction",
+        "mismatch/kl",
+    } <= set(m)
 
 
 def test_rows_layout_metrics_equal_the_turn_layout_and_use_the_unrejected_mask():
@@ -186,8 +205,12 @@ def test_rows_layout_metrics_equal_the_turn_layout_and_use_the_unrejected_mask()
     kept[:2] = False
     rollout = torch.where(kept, old, old - 0.5)  # the engine disagreed only on the rejected rows
     _, flat = policy_loss(logp, old, adv, kept, LossConfig(), rollout_log_prob=rollout, unrejected_mask=mask)
-    _, turns = policy_loss(*(x[:, None] for x in (logp, old, adv, kept)), LossConfig(),
-                           rollout_log_prob=rollout[:, None], unrejected_mask=mask[:, None])
+    _, turns = policy_loss(
+        *(x[:, None] for x in (logp, old, adv, kept)),
+        LossConfig(),
+        rollout_log_prob=rollout[:, None],
+        unrejected_mask=mask[:, None],
+    )
     assert flat == turns
     assert flat["mismatch/kl"] == pytest.approx(-0.25, abs=1e-6)  # mean of (rollout - train) over all 12 tokens
     assert flat["rejected/turn_rejected_fraction"] == 0.5
@@ -264,9 +287,22 @@ def test_counters_lag_and_state_across_batches():
     ctl.accept(waiting.ticket, Group("c", 1))
     stats = ctl.stats()
     assert stats == {
-        "enqueued": 6, "running": 1, "accepted": 3, "consumed": 2, "dropped": 0, "failed": 1, "duplicates": 1,
-        "unused": 0, "abandoned": 0, "version": 2, "batches": 2, "ready": 1, "capacity": 10 - 4, "budget": 10,
-        "oldest_version_in_flight": 1, "max_lag_consumed": 1,
+        "enqueued": 6,
+        "running": 1,
+        "accepted": 3,
+        "consumed": 2,
+        "dropped": 0,
+        "failed": 1,
+        "duplicates": 1,
+        "unused": 0,
+        "abandoned": 0,
+        "version": 2,
+        "batches": 2,
+        "ready": 1,
+        "capacity": 10 - 4,
+        "budget": 10,
+        "oldest_version_in_flight": 1,
+        "max_lag_consumed": 1,
     }
     assert running.version == 2
     state = ctl.state_dict()
@@ -303,8 +339,9 @@ def test_wait_serves_when_no_running_group_is_older_than_the_batch():
 @pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"])
 def test_an_all_masked_batch_is_zero_in_every_aggregation(mode):
     logp, old, adv, mask = _batch()
-    loss, _ = policy_loss(logp, old, adv, torch.zeros_like(mask), LossConfig(loss_agg_mode=mode, kl_coef=0.1),
-                          ref_log_prob=old)
+    loss, _ = policy_loss(
+        logp, old, adv, torch.zeros_like(mask), LossConfig(loss_agg_mode=mode, kl_coef=0.1), ref_log_prob=old
+    )
     assert loss.item() == 0.0
 
 

@@ -23,12 +23,15 @@ def admit_all(ctl: StalenessController, worker: str = "w") -> list:
     return out
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"groups_per_step": 0, "max_staleness": 1}, "groups_per_step"),
-    ({"groups_per_step": 2, "max_staleness": -1}, "max_staleness"),
-    ({"groups_per_step": 2, "max_staleness": 1, "on_violation": "skip"}, "on_violation"),
-    ({"groups_per_step": 2, "max_staleness": 1, "steps_per_version": 0}, "steps_per_version"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"groups_per_step": 0, "max_staleness": 1}, "groups_per_step"),
+        ({"groups_per_step": 2, "max_staleness": -1}, "max_staleness"),
+        ({"groups_per_step": 2, "max_staleness": 1, "on_violation": "skip"}, "on_violation"),
+        ({"groups_per_step": 2, "max_staleness": 1, "steps_per_version": 0}, "steps_per_version"),
+    ],
+)
 def test_bad_settings_are_named(kwargs, message):
     with pytest.raises(ValueError, match=message):
         StalenessController(**kwargs)
@@ -74,7 +77,11 @@ def test_release_reasons_counters_and_unknown_tickets():
     with pytest.raises(ValueError, match="reason"):
         ctl.release(d.ticket, "bored")
     assert {k: ctl.counters[k] for k in ("running", "unused", "failed", "duplicates")} == {
-        "running": 1, "unused": 1, "failed": 1, "duplicates": 1}
+        "running": 1,
+        "unused": 1,
+        "failed": 1,
+        "duplicates": 1,
+    }
     assert ctl.capacity == 3  # released slots return to the budget
 
 
@@ -213,8 +220,9 @@ def simulate(seed: int, mode: str, eta: int, batch: int, steps_per_version: int,
                 running.pop(admission.ticket, None)
         assert ctl.counters["accepted"] + ctl.counters["running"] <= ctl.budget
         c = ctl.counters
-        assert c["enqueued"] == (c["running"] + c["accepted"] + c["dropped"] + c["failed"] + c["abandoned"]
-                                 + c["duplicates"] + c["unused"])
+        assert c["enqueued"] == (
+            c["running"] + c["accepted"] + c["dropped"] + c["failed"] + c["abandoned"] + c["duplicates"] + c["unused"]
+        )
         if training_left:
             training_left -= 1
             if training_left == 0:
@@ -238,8 +246,7 @@ def simulate(seed: int, mode: str, eta: int, batch: int, steps_per_version: int,
 def test_randomized_bound_never_exceeded(mode, eta, steps_per_version):
     drops = 0
     for seed in range(15):
-        result = simulate(seed, mode, eta, batch=random.Random(seed).randint(1, 4),
-                          steps_per_version=steps_per_version)
+        result = simulate(seed, mode, eta, batch=random.Random(seed).randint(1, 4), steps_per_version=steps_per_version)
         drops += result["dropped"]
         assert max(result["lags"]) <= eta
     if mode == "wait":

@@ -39,11 +39,14 @@ def _build(trajs, cfg=None, filt=None, max_turns=None):
 
 
 def test_tokens_turns_and_advantages_line_up():
-    trajs = _group("a", [
-        [TurnSpec(tokens=3), TurnSpec(tokens=2, **OK)],
-        [TurnSpec(tokens=4, masked=True), TurnSpec(tokens=1)],  # infra error on turn 1: masked, never scored
-        [TurnSpec(tokens=2, **OK)],  # ended after one turn
-    ])
+    trajs = _group(
+        "a",
+        [
+            [TurnSpec(tokens=3), TurnSpec(tokens=2, **OK)],
+            [TurnSpec(tokens=4, masked=True), TurnSpec(tokens=1)],  # infra error on turn 1: masked, never scored
+            [TurnSpec(tokens=2, **OK)],  # ended after one turn
+        ],
+    )
     batch = _build(trajs)
     assert not batch.skipped and batch.num_rows == 3
     t0 = trajs[0]
@@ -68,8 +71,9 @@ def test_tokens_turns_and_advantages_line_up():
 
 
 def test_meaningful_turn_rule_masks_a_regression():
-    trajs = _group("a", [[TurnSpec(**OK), TurnSpec(reward=0.0)], [TurnSpec(), TurnSpec(**OK)],
-                         [TurnSpec(), TurnSpec()]])
+    trajs = _group(
+        "a", [[TurnSpec(**OK), TurnSpec(reward=0.0)], [TurnSpec(), TurnSpec(**OK)], [TurnSpec(), TurnSpec()]]
+    )
     batch = _build(trajs)
     assert batch.turn_mask[0].tolist() == [True, False]  # correct, then a regression: masked, not punished
     assert batch.metrics["batch/meaningful_masked_fraction"] == pytest.approx(1 / 6)
@@ -111,11 +115,14 @@ def test_prs_rejects_a_lazy_correct_turn_but_keeps_it_in_the_baseline():
 
 
 def test_rollout_metrics_count_rates_fast1_and_hacks():
-    trajs = _group("a", [
-        [TurnSpec(correct=True, reward=2.0, speedup=1.5, coverage=0.8), TurnSpec(formatted=False)],
-        [TurnSpec(compiled=False), TurnSpec(correct=False, hack="decoy_kernel")],
-        [TurnSpec(masked=True), TurnSpec(correct=True, reward=1.0, speedup=0.9, coverage=0.4)],
-    ])
+    trajs = _group(
+        "a",
+        [
+            [TurnSpec(correct=True, reward=2.0, speedup=1.5, coverage=0.8), TurnSpec(formatted=False)],
+            [TurnSpec(compiled=False), TurnSpec(correct=False, hack="decoy_kernel")],
+            [TurnSpec(masked=True), TurnSpec(correct=True, reward=1.0, speedup=0.9, coverage=0.4)],
+        ],
+    )
     m = _build(trajs).metrics
     assert m["rollout/turns"] == 6 and m["rollout/infra_masked_turn_fraction"] == pytest.approx(1 / 6)
     assert m["rollout/format_rate"] == pytest.approx(4 / 5)

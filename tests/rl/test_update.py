@@ -161,6 +161,8 @@ def test_no_step_without_data(tokenizer):
     flat = [make_trajectory("b", i, [TurnSpec(tokens=3)]) for i in range(3)]
     filt = GroupVarianceFilter(cfg.filter, target_groups=1, group_size=3)
     skipped = build_step_batch(flat, cfg, tokenizer.pad_token_id, filt, prs_generator(0))
-    assert skipped.skipped and train_step(model, optimizer, skipped, cfg, micro_batch_size=2,
-                                          max_grad_norm=1.0)["train/stepped"] == 0.0
+    assert (
+        skipped.skipped
+        and train_step(model, optimizer, skipped, cfg, micro_batch_size=2, max_grad_norm=1.0)["train/stepped"] == 0.0
+    )
     assert all(torch.equal(before[n], p) for n, p in model.named_parameters())

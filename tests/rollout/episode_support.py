@@ -19,9 +19,14 @@ from drkernel.verify.result import VerifyResult
 
 
 def task_row(reference: str, entry_point: str = "Model", style: str = "compact") -> TaskRow:
-    return TaskRow.model_validate({
-        "data_source": "test", "prompt": first_turn_messages(reference, entry_point, style),
-        "reward_model": {"ground_truth": reference}, "extra_info": {"entry_point": entry_point, "uuid": "t-1"}})
+    return TaskRow.model_validate(
+        {
+            "data_source": "test",
+            "prompt": first_turn_messages(reference, entry_point, style),
+            "reward_model": {"ground_truth": reference},
+            "extra_info": {"entry_point": entry_point, "uuid": "t-1"},
+        }
+    )
 
 
 def fenced(code: str, prose: str = "Here is the kernel.") -> str:
@@ -53,10 +58,14 @@ class ScriptedEngine:
         if finish == "stop":
             ids = ids + [sampling.stop_token_ids[0]]
         if len(ids) > sampling.max_new_tokens:
-            ids, finish = ids[:sampling.max_new_tokens], "length"
+            ids, finish = ids[: sampling.max_new_tokens], "length"
         base = sum(len(o.token_ids) for o in self.outputs)
-        out = GenerateOutput(token_ids=ids, logprobs=[-(base + i + 1) / 1000 for i in range(len(ids))],
-                             finish_reason=finish, version=reply.version)
+        out = GenerateOutput(
+            token_ids=ids,
+            logprobs=[-(base + i + 1) / 1000 for i in range(len(ids))],
+            finish_reason=finish,
+            version=reply.version,
+        )
         self.outputs.append(out)
         return out
 
@@ -77,6 +86,11 @@ def ok(correct: bool = True, **kw: Any) -> VerifyResult:
 
 
 def rollout_cfg(**kw: Any) -> RolloutConfig:
-    base = {"max_turns": 2, "max_new_tokens": 400, "max_context_tokens": 4096, "feedback_max_tokens": 200,
-            "min_generation_tokens": 8}
+    base = {
+        "max_turns": 2,
+        "max_new_tokens": 400,
+        "max_context_tokens": 4096,
+        "feedback_max_tokens": 200,
+        "min_generation_tokens": 8,
+    }
     return RolloutConfig.model_validate({**base, **kw})

@@ -36,8 +36,8 @@ def test_multi_turn_arrays_are_aligned_and_hold_the_sampled_ids(row, tokenizer):
     assert len(traj.response_ids) == len(traj.response_mask) == len(traj.response_logprobs)
     sampled = set()
     for turn, out in zip(traj.turns, engine.outputs, strict=True):
-        assert traj.response_ids[turn.start:turn.end] == out.token_ids  # never re-tokenised
-        assert traj.response_logprobs[turn.start:turn.end] == out.logprobs
+        assert traj.response_ids[turn.start : turn.end] == out.token_ids  # never re-tokenised
+        assert traj.response_logprobs[turn.start : turn.end] == out.logprobs
         sampled |= set(range(turn.start, turn.end))
     assert sum(traj.response_mask) == len(sampled) == sum(len(o.token_ids) for o in engine.outputs)
     for i, (m, lp) in enumerate(zip(traj.response_mask, traj.response_logprobs, strict=True)):
@@ -47,7 +47,7 @@ def test_multi_turn_arrays_are_aligned_and_hold_the_sampled_ids(row, tokenizer):
     # Turn k was generated from exactly the stream before its span, and the last turn ends the stream.
     full = traj.prompt_ids + traj.response_ids
     for turn, (context, _) in zip(traj.turns, engine.calls, strict=True):
-        assert context == full[:len(traj.prompt_ids) + turn.start]
+        assert context == full[: len(traj.prompt_ids) + turn.start]
     assert traj.turns[-1].end == len(traj.response_ids) and traj.turns[-1].feedback is None
     # The whole stream is the chat the policy saw: prompt, replies and feedback through the chat template.
     chat = [m.model_dump() for m in row.prompt]
@@ -140,8 +140,18 @@ def test_infra_error_masks_the_turn_and_ends_the_episode(row, tokenizer):
 def test_verdicts_are_priced_by_the_reward_config(row, tokenizer):
     engine = ScriptedEngine(tokenizer, [Reply(fenced(CODE_A))])
     verdict = ok(True, speedup=2.0, coverage=1.0, reward=99.0)  # a stale price from elsewhere is replaced
-    traj = asyncio.run(run_episode(row, "g", 0, engine, ScriptedVerifier([verdict]), tokenizer,
-                                   rollout_cfg(max_turns=1), RewardConfig(coverage_weight=0.0)))
+    traj = asyncio.run(
+        run_episode(
+            row,
+            "g",
+            0,
+            engine,
+            ScriptedVerifier([verdict]),
+            tokenizer,
+            rollout_cfg(max_turns=1),
+            RewardConfig(coverage_weight=0.0),
+        )
+    )
     assert traj.turns[0].reward == pytest.approx(0.5 + 0.5 * 2.0)
     assert traj.turns[0].verdict["reward"] == traj.turns[0].reward
 
@@ -152,8 +162,13 @@ def test_end_on_correct(row, tokenizer):
     traj = _run(row, engine, verifier, tokenizer, rollout_cfg(max_turns=3, end_on_correct=True))
     assert traj.end_reason == "correct_and_done" and len(traj.turns) == 2
     hacked = ScriptedEngine(tokenizer, [Reply(fenced(CODE_A)), Reply(fenced(CODE_B))])
-    traj = _run(row, hacked, ScriptedVerifier([ok(True, hack="result_caching"), ok(True)]), tokenizer,
-                rollout_cfg(end_on_correct=True))
+    traj = _run(
+        row,
+        hacked,
+        ScriptedVerifier([ok(True, hack="result_caching"), ok(True)]),
+        tokenizer,
+        rollout_cfg(end_on_correct=True),
+    )
     assert traj.end_reason == "correct_and_done" and len(traj.turns) == 2  # a hack is not "correct"
 
 
@@ -199,14 +214,23 @@ def test_a_prompt_that_leaves_no_room_is_an_error(row, tokenizer):
     prompt, *_ = _sizes(row, tokenizer)
     engine = ScriptedEngine(tokenizer, [Reply(fenced(CODE_A))])
     with pytest.raises(ValueError, match="min_generation_tokens"):
-        _run(row, engine, ScriptedVerifier([]), tokenizer, rollout_cfg(max_context_tokens=max(prompt + 7, 64),
-                                                                            max_new_tokens=8))
+        _run(
+            row,
+            engine,
+            ScriptedVerifier([]),
+            tokenizer,
+            rollout_cfg(max_context_tokens=max(prompt + 7, 64), max_new_tokens=8),
+        )
     assert engine.calls == []
 
 
 def test_feedback_is_held_to_its_token_budget(row, tokenizer):
-    noisy = ok(False, error=ErrorInfo(kind="runtime", message="Traceback\n" + "  frame line x = y\n" * 400
-                                      + "RuntimeError: shapes differ"))
+    noisy = ok(
+        False,
+        error=ErrorInfo(
+            kind="runtime", message="Traceback\n" + "  frame line x = y\n" * 400 + "RuntimeError: shapes differ"
+        ),
+    )
     for budget in (130, 200, 400):  # this tiny tokenizer needs about 120 tokens for the shortest message
         message = budgeted_feedback(noisy, "Model", tokenizer, budget)
         assert len(tokenizer.encode(message["content"], add_special_tokens=False)) <= budget
@@ -225,13 +249,14 @@ def test_an_aborted_reply_is_resumed_and_keeps_both_versions(row, tokenizer):
     ids = tokenizer.encode(text, add_special_tokens=False)
     head = tokenizer.decode(ids[:10])
     assert tokenizer.encode(head, add_special_tokens=False) == ids[:10]
-    engine = ScriptedEngine(tokenizer, [Reply(head, version=1, finish="abort"),
-                                        Reply(tokenizer.decode(ids[10:]), version=2)])
+    engine = ScriptedEngine(
+        tokenizer, [Reply(head, version=1, finish="abort"), Reply(tokenizer.decode(ids[10:]), version=2)]
+    )
     traj = _run(row, engine, ScriptedVerifier([ok()]), tokenizer, rollout_cfg(max_turns=1, max_new_tokens=300))
     (turn,) = traj.turns
     assert engine.calls[1][0] == engine.calls[0][0] + ids[:10]  # resumed after the partial tokens
     assert engine.calls[1][1].max_new_tokens == 290
-    assert traj.response_ids[turn.start:turn.end] == engine.outputs[0].token_ids + engine.outputs[1].token_ids
+    assert traj.response_ids[turn.start : turn.end] == engine.outputs[0].token_ids + engine.outputs[1].token_ids
     assert turn.code == CODE_A and turn.versions == (1, 2) and (traj.min_version, traj.max_version) == (1, 2)
     assert traj.metrics["aborts"] == 1
 
@@ -297,9 +322,16 @@ def test_prompt_style_rebuilds_the_first_turn(row, tokenizer):
     engine = ScriptedEngine(tokenizer, [Reply(fenced(CODE_A))])
     cfg = rollout_cfg(max_turns=1)
     own = _run(row, engine, ScriptedVerifier([ok()]), tokenizer, cfg)
-    full = _run(row, ScriptedEngine(tokenizer, [Reply(fenced(CODE_A))]), ScriptedVerifier([ok()]), tokenizer, cfg,
-                prompt_style="full")
+    full = _run(
+        row,
+        ScriptedEngine(tokenizer, [Reply(fenced(CODE_A))]),
+        ScriptedVerifier([ok()]),
+        tokenizer,
+        cfg,
+        prompt_style="full",
+    )
     assert tokenizer.decode(own.prompt_ids) == tokenizer.apply_chat_template(
-        [m.model_dump() for m in row.prompt], add_generation_prompt=True, tokenize=False)
+        [m.model_dump() for m in row.prompt], add_generation_prompt=True, tokenize=False
+    )
     assert "a good answer is" in tokenizer.decode(full.prompt_ids)
     assert "a good answer is" not in tokenizer.decode(own.prompt_ids)

@@ -38,12 +38,23 @@ def test_rollout_logprobs_match_a_teacher_forced_forward(tasks, tokenizer):
                 finish = "stop"
                 break
         version["now"] += 1
-        return GenerateOutput(token_ids=ids[len(prompt_ids):], logprobs=logprobs, finish_reason=finish,
-                              version=version["now"])
+        return GenerateOutput(
+            token_ids=ids[len(prompt_ids) :], logprobs=logprobs, finish_reason=finish, version=version["now"]
+        )
 
     cfg = rollout_cfg(max_turns=3, max_new_tokens=6, min_generation_tokens=4)
-    traj = asyncio.run(run_episode(task_row(tasks["relu"].reference), "g", 0, generate, ScriptedVerifier([ok()] * 3),
-                                   tokenizer, cfg, RewardConfig()))
+    traj = asyncio.run(
+        run_episode(
+            task_row(tasks["relu"].reference),
+            "g",
+            0,
+            generate,
+            ScriptedVerifier([ok()] * 3),
+            tokenizer,
+            cfg,
+            RewardConfig(),
+        )
+    )
     traj.check_aligned()
     assert len(traj.turns) == 3 and traj.end_reason == "max_turns"
     assert (traj.min_version, traj.max_version) == (8, 10)
@@ -53,8 +64,7 @@ def test_rollout_logprobs_match_a_teacher_forced_forward(tasks, tokenizer):
     full = torch.tensor([traj.prompt_ids + traj.response_ids])
     forced = torch.log_softmax(model(full).logits[0].float(), -1)
     p = len(traj.prompt_ids)
-    for i, (token, m, lp) in enumerate(zip(traj.response_ids, traj.response_mask, traj.response_logprobs,
-                                           strict=True)):
+    for i, (token, m, lp) in enumerate(zip(traj.response_ids, traj.response_mask, traj.response_logprobs, strict=True)):
         if m:
             assert lp == pytest.approx(float(forced[p + i - 1, token]), abs=1e-5), i
         else:

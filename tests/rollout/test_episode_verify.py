@@ -14,8 +14,9 @@ from drkernel.verify import Verifier, VerifyOptions
 
 pytestmark = pytest.mark.integration
 
-OPTIONS = VerifyOptions(device="cpu", num_correct_trials=1, measure_performance=False, measure_coverage=False,
-                        timeout_s=120)
+OPTIONS = VerifyOptions(
+    device="cpu", num_correct_trials=1, measure_performance=False, measure_coverage=False, timeout_s=120
+)
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +36,9 @@ def test_shipped_solution_is_accepted_then_a_broken_one_rejected(tasks, tokenize
         return await asyncio.to_thread(verifier.verify, reference, candidate, options)
 
     engine = ScriptedEngine(tokenizer, [Reply(fenced(good)), Reply(fenced(broken))])
-    traj = asyncio.run(run_episode(task_row(task.reference), "g", 0, engine, verify, tokenizer, rollout_cfg(),
-                                   RewardConfig()))
+    traj = asyncio.run(
+        run_episode(task_row(task.reference), "g", 0, engine, verify, tokenizer, rollout_cfg(), RewardConfig())
+    )
     first, second = traj.turns
     assert first.code == good.strip("\n") and first.correct and first.verdict["compiled"]
     assert first.reward == pytest.approx(0.5)  # correct, no timing, no coverage measured

@@ -16,13 +16,17 @@ def test_tokens_are_compared_as_bytes_and_name_the_client(monkeypatch):
 
 
 def test_reference_problems_are_found_statically_in_one_line():
-    good = "import torch\nclass Model(torch.nn.Module):\n    pass\ndef get_inputs():\n    return []\n" \
-           "def get_init_inputs():\n    return []\n"
+    good = (
+        "import torch\nclass Model(torch.nn.Module):\n    pass\ndef get_inputs():\n    return []\n"
+        "def get_init_inputs():\n    return []\n"
+    )
     assert reference_problem(good, "Model") is None
     assert "no Net" in reference_problem(good, "Net")
     assert "no get_inputs" in reference_problem(good.replace("def get_inputs", "def get_inputz"), "Model")
     assert reference_problem("def f(:\n", "Model").startswith("reference does not parse")
     assert reference_problem("x = 1\0", "Model").startswith("reference does not parse")
-    assert one_line('reference failed: E: x\n  File "/tmp/drkernel-verify-1/reference/reference.py", line 2') \
+    assert (
+        one_line('reference failed: E: x\n  File "/tmp/drkernel-verify-1/reference/reference.py", line 2')
         == "reference failed: E: x"
+    )
     assert one_line("bad (/tmp/drkernel-verify-ab/reference/reference.py, line 2)") == "bad (reference.py, line 2)"

@@ -24,8 +24,16 @@ pytestmark = pytest.mark.integration
 SMALL = TinyModelConfig(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, head_dim=32, intermediate_size=128)
 CORPUS = ["def relu(x): return torch.relu(x)\n", "import triton\nimport triton.language as tl\n"] * 3
 TOKEN = "policy-test-token"
-CFG = PolicyConfig(device="cpu", num_replicas=2, max_batch_size=8, batch_wait_timeout_s=0.1, cpus_per_replica=0.5,
-                   app_name="test-policy", route_prefix="/test-policy", served_model_name="tiny")
+CFG = PolicyConfig(
+    device="cpu",
+    num_replicas=2,
+    max_batch_size=8,
+    batch_wait_timeout_s=0.1,
+    cpus_per_replica=0.5,
+    app_name="test-policy",
+    route_prefix="/test-policy",
+    served_model_name="tiny",
+)
 
 
 @pytest.fixture(scope="module")
@@ -130,8 +138,16 @@ def test_generation_in_flight_during_a_push_finishes_on_its_own_version(policy, 
 
 def test_openai_chat_completions_over_http(policy, tok):
     url = policy["url"] + "/v1/chat/completions"
-    body = {"model": "tiny", "messages": [{"role": "user", "content": "relu"}], "max_tokens": 12, "logprobs": True,
-            "temperature": 0.7, "top_k": 50, "n": 2, "seed": 3}
+    body = {
+        "model": "tiny",
+        "messages": [{"role": "user", "content": "relu"}],
+        "max_tokens": 12,
+        "logprobs": True,
+        "temperature": 0.7,
+        "top_k": 50,
+        "n": 2,
+        "seed": 3,
+    }
     auth = {"Authorization": f"Bearer {TOKEN}"}
     with httpx.Client(timeout=120) as client:
         r = client.post(url, json=body, headers=auth)

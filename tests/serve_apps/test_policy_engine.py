@@ -31,8 +31,15 @@ def model(tok):
     torch.set_num_threads(1)
     m = build_tiny_model(SMALL, tok)
     # what a Qwen3 checkpoint ships: any of these leaking into generate would shift the log-probs
-    m.generation_config = GenerationConfig(temperature=0.6, top_k=20, top_p=0.95, repetition_penalty=1.3,
-                                           min_new_tokens=5, no_repeat_ngram_size=2, do_sample=True)
+    m.generation_config = GenerationConfig(
+        temperature=0.6,
+        top_k=20,
+        top_p=0.95,
+        repetition_penalty=1.3,
+        min_new_tokens=5,
+        no_repeat_ngram_size=2,
+        do_sample=True,
+    )
     return m
 
 
@@ -91,10 +98,15 @@ def test_stop_ids_and_budgets_are_per_request(engine, tok):
     assert free.finish_reason == "length" and len(free.token_ids) == 12
     stop_at = free.token_ids[4]
     first = free.token_ids.index(stop_at)
-    stopped, short = asyncio.run(engine.generate_batch(
-        [prompt, prompt],
-        [SamplingParams(temperature=0, max_new_tokens=12, stop_token_ids=[stop_at]),
-         SamplingParams(temperature=0, max_new_tokens=3)]))
+    stopped, short = asyncio.run(
+        engine.generate_batch(
+            [prompt, prompt],
+            [
+                SamplingParams(temperature=0, max_new_tokens=12, stop_token_ids=[stop_at]),
+                SamplingParams(temperature=0, max_new_tokens=3),
+            ],
+        )
+    )
     assert stopped.finish_reason == "stop" and stopped.token_ids == free.token_ids[: first + 1]
     assert short.finish_reason == "length" and short.token_ids == free.token_ids[:3]
     assert len(short.logprobs) == 3
@@ -102,8 +114,11 @@ def test_stop_ids_and_budgets_are_per_request(engine, tok):
 
 def test_eos_ends_a_response(model, tok):
     prompt = _prompts(tok)[0]
-    first = asyncio.run(TransformersEngine(model, [tok.eos_token_id], tok.pad_token_id).generate(
-        prompt, SamplingParams(temperature=0, max_new_tokens=8)))
+    first = asyncio.run(
+        TransformersEngine(model, [tok.eos_token_id], tok.pad_token_id).generate(
+            prompt, SamplingParams(temperature=0, max_new_tokens=8)
+        )
+    )
     eos_engine = TransformersEngine(model, [first.token_ids[2]], tok.pad_token_id)  # that token is "eos" here
     out = asyncio.run(eos_engine.generate(prompt, SamplingParams(temperature=0, max_new_tokens=8)))
     assert out.finish_reason == "stop" and out.token_ids[-1] == first.token_ids[2] and len(out.token_ids) <= 3
@@ -113,8 +128,11 @@ def test_seeded_requests_repeat_whatever_they_are_batched_with(engine, tok):
     prompts = _prompts(tok)
     seeded = SamplingParams(max_new_tokens=16, seed=11)
     alone = asyncio.run(engine.generate(prompts[1], seeded))
-    mixed = asyncio.run(engine.generate_batch(
-        prompts, [SamplingParams(max_new_tokens=16), seeded, SamplingParams(max_new_tokens=16, seed=12)]))
+    mixed = asyncio.run(
+        engine.generate_batch(
+            prompts, [SamplingParams(max_new_tokens=16), seeded, SamplingParams(max_new_tokens=16, seed=12)]
+        )
+    )
     assert mixed[1].token_ids == alone.token_ids and mixed[1].logprobs == alone.logprobs
     other = asyncio.run(engine.generate(prompts[1], seeded.model_copy(update={"seed": 12})))
     assert other.token_ids != alone.token_ids

@@ -97,10 +97,12 @@ def test_a_cancelled_caller_does_not_cancel_the_shared_evaluation():
 def test_infra_errors_are_not_cached():
     async def main():
         cache = ResultCache(capacity=8)
-        results = iter([
-            VerifyResult(status="infra_error", error=ErrorInfo(kind="infra", message="fork server died")),
-            _ok(2),
-        ])
+        results = iter(
+            [
+                VerifyResult(status="infra_error", error=ErrorInfo(kind="infra", message="fork server died")),
+                _ok(2),
+            ]
+        )
 
         async def compute():
             return next(results)

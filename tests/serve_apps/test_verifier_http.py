@@ -64,8 +64,7 @@ def server(ray_cluster):
 @pytest.fixture
 def solo(server):
     """A client of the one-replica, one-slot app (deadline 6 s): its /stats shows that replica exactly."""
-    with httpx.Client(base_url=server["url"] + "/solo", headers={"Authorization": f"Bearer {TOKEN}"},
-                      timeout=60) as c:
+    with httpx.Client(base_url=server["url"] + "/solo", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as c:
         _quiet(c)
         yield c
 
@@ -229,9 +228,12 @@ def test_full_queue_answers_503_with_retry_after(server, client):
 
     async def main():
         async with httpx.AsyncClient(base_url=server["url"], timeout=120) as ac:
-            batches = [asyncio.create_task(ac.post("/verify/batch", json={"items": [hang] * 8},
-                                                   headers={"Authorization": f"Bearer {token}"}))
-                       for token in (TOKEN, TOKEN_B, TOKEN_C)]
+            batches = [
+                asyncio.create_task(
+                    ac.post("/verify/batch", json={"items": [hang] * 8}, headers={"Authorization": f"Bearer {token}"})
+                )
+                for token in (TOKEN, TOKEN_B, TOKEN_C)
+            ]
             auth = {"Authorization": f"Bearer {TOKEN}"}
             for _ in range(200):
                 depth = (await ac.get("/stats", headers=auth)).json()["queue"]["depth"]
@@ -372,9 +374,11 @@ def test_load_200_requests_32_concurrent_all_answered(server, client):
     hits = after["cache_hits"] - before["cache_hits"]
     assert evaluations == 200 and hits >= 200 - 2 * 12  # each distinct payload evaluated at most once per replica
     assert after["queue"]["depth"] == 0
-    print(f"\nload: 200 requests, 32 concurrent, 12 distinct payloads: {summary} (client side, retries included); "
-          f"{200 / summary['wall_s']:.1f} req/s; {evaluations - hits} real evaluations, {hits} cache hits; "
-          f"server 503s so far {after['responses'].get('503', 0)}")
+    print(
+        f"\nload: 200 requests, 32 concurrent, 12 distinct payloads: {summary} (client side, retries included); "
+        f"{200 / summary['wall_s']:.1f} req/s; {evaluations - hits} real evaluations, {hits} cache hits; "
+        f"server 503s so far {after['responses'].get('503', 0)}"
+    )
 
 
 def test_metrics_reach_the_ray_metrics_endpoint(server):
@@ -385,8 +389,13 @@ def test_metrics_reach_the_ray_metrics_endpoint(server):
         if "drkernel_verifier_verdicts" in text and "drkernel_verifier_latency_s_bucket" in text:
             break
         time.sleep(1)
-    for name in ("drkernel_verifier_requests", "drkernel_verifier_verdicts", "drkernel_verifier_cache_hits",
-                 "drkernel_verifier_latency_s_bucket", "drkernel_verifier_queue_depth"):
+    for name in (
+        "drkernel_verifier_requests",
+        "drkernel_verifier_verdicts",
+        "drkernel_verifier_cache_hits",
+        "drkernel_verifier_latency_s_bucket",
+        "drkernel_verifier_queue_depth",
+    ):
         assert name in text, name
     assert 'verdict="output_mismatch"' in text and 'verdict="correct"' in text
 
@@ -418,8 +427,14 @@ def test_auth_is_checked_before_anything_and_never_fails_on_odd_tokens(server, c
             assert anon.get(f"/made-up-{i}").status_code == 401
             assert anon.post(f"/verify/x{i}", json={}).status_code == 401
     assert client.get(f"/made-up-{i}").status_code == 404
-    assert set(client.get("/stats").json()["requests"]) <= {"/verify", "/verify/batch", "/healthz", "/stats",
-                                                            "/openapi.json", "other"}
+    assert set(client.get("/stats").json()["requests"]) <= {
+        "/verify",
+        "/verify/batch",
+        "/healthz",
+        "/stats",
+        "/openapi.json",
+        "other",
+    }
 
 
 def test_non_finite_numbers_and_lone_surrogates_are_422_naming_the_field(client):
@@ -442,7 +457,9 @@ def test_non_finite_numbers_and_lone_surrogates_are_422_naming_the_field(client)
     raw = raw.replace('"num_warmup": 1', '"num_warmup": NaN')
     r = client.post("/verify/batch", content=raw, headers={"Content-Type": "application/json"})
     assert r.status_code == 422 and [e["loc"] for e in r.json()["detail"]] == [
-        ["body", "items", 0, "options", "num_warmup"], ["body", "items", 1, "options", "num_warmup"]]
+        ["body", "items", 0, "options", "num_warmup"],
+        ["body", "items", 1, "options", "num_warmup"],
+    ]
     # a schema error whose input is odd is echoed without the input: still a 422
     r = client.post("/verify", json={**request_body("honest_add"), "entry_point": ["\u00e9" * 3]})
     assert r.status_code == 422 and "input" not in r.json()["detail"][0]
@@ -523,12 +540,14 @@ def test_one_clients_batch_does_not_starve_another(server, client):
 
     async def main():
         async with httpx.AsyncClient(base_url=server["url"], timeout=60) as ac:
-            batch = asyncio.create_task(ac.post("/verify/batch", json={"items": hangs},
-                                                headers={"Authorization": f"Bearer {TOKEN_B}"}))
+            batch = asyncio.create_task(
+                ac.post("/verify/batch", json={"items": hangs}, headers={"Authorization": f"Bearer {TOKEN_B}"})
+            )
             await asyncio.sleep(0.5)  # the batch has taken its share of the replicas
             start = time.monotonic()
-            honest = await ac.post("/verify", json=request_body("honest_add", variant=700),
-                                   headers={"Authorization": f"Bearer {TOKEN}"})
+            honest = await ac.post(
+                "/verify", json=request_body("honest_add", variant=700), headers={"Authorization": f"Bearer {TOKEN}"}
+            )
             waited = time.monotonic() - start
             return honest, waited, await batch
 
@@ -555,13 +574,17 @@ def _raw(port: int, data: bytes, wait_s: float) -> tuple[bytes, float]:
 def test_partial_bodies_time_out(server):
     """Item 8: a client that sends half a body and stalls gets a 408 after body_timeout_s (2 s), not 90 s."""
     port = int(server["url"].rsplit(":", 1)[1])
-    head = (f"POST /verify HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
-            "Content-Type: application/json\r\nContent-Length: 500\r\n\r\n").encode()
+    head = (
+        f"POST /verify HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+        "Content-Type: application/json\r\nContent-Length: 500\r\n\r\n"
+    ).encode()
     got, took = _raw(port, head + b'{"reference_code": "', wait_s=15)
     assert got.startswith(b"HTTP/1.1 408"), got
     assert 1.5 < took < 6, took
-    chunked = (f"POST /verify HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
-               "Transfer-Encoding: chunked\r\n\r\n5\r\n{\"ref\r\n").encode()
+    chunked = (
+        f"POST /verify HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+        'Transfer-Encoding: chunked\r\n\r\n5\r\n{"ref\r\n'
+    ).encode()
     got, took = _raw(port, chunked, wait_s=15)
     assert got.startswith(b"HTTP/1.1 408") and took < 6, got
 
@@ -586,8 +609,10 @@ def test_replica_killed_mid_load_loses_no_request(server, client):
     stats = client.get("/stats").json()
     # the kill hit requests in flight: the ingress re-sent them (or a client retried), none was lost
     assert stats["replica_retries"] - resent_before + summary["retried"] >= 1
-    print(f"\nkill: 120 requests, 16 concurrent, one of 2 replicas killed after 20 answers: {summary}; "
-          f"{stats['replica_retries']} re-sent by the ingress")
+    print(
+        f"\nkill: 120 requests, 16 concurrent, one of 2 replicas killed after 20 answers: {summary}; "
+        f"{stats['replica_retries']} re-sent by the ingress"
+    )
     deadline = time.monotonic() + 60  # Serve replaces the dead replica
     while time.monotonic() < deadline and (len(_replicas()) < 2 or victims[0] in _replicas()):
         time.sleep(1)

@@ -72,8 +72,14 @@ def test_stats_percentiles_and_queue():
 
 
 def test_client_shares_and_handle_reserve():
-    cfg = VerifierServeConfig(autoscaling={"min_replicas": 1, "max_replicas": 2}, max_ongoing_requests=4,
-                              queue_limit=24, max_batch=8, max_client_share=0.5, handle_reserve=0.25)
+    cfg = VerifierServeConfig(
+        autoscaling={"min_replicas": 1, "max_replicas": 2},
+        max_ongoing_requests=4,
+        queue_limit=24,
+        max_batch=8,
+        max_client_share=0.5,
+        handle_reserve=0.25,
+    )
     assert (cfg.dispatch_limit, cfg.client_dispatch_limit, cfg.client_admission_limit) == (6, 3, 12)
     with pytest.raises(ValidationError, match="max_batch"):
         VerifierServeConfig(queue_limit=24, max_batch=16, max_client_share=0.5)

@@ -111,8 +111,7 @@ def test_solution_static_rules(name: str, label: str):
     jitted = [
         n
         for n in ast.walk(tree)
-        if isinstance(n, ast.FunctionDef)
-        and any(ast.unparse(d).startswith("triton.jit") for d in n.decorator_list)
+        if isinstance(n, ast.FunctionDef) and any(ast.unparse(d).startswith("triton.jit") for d in n.decorator_list)
     ]
     assert jitted, "no @triton.jit kernel"
     for banned in ("autotune", "libdevice", "inline_asm", "extern_elementwise", "cuda", "bfloat16"):
@@ -168,9 +167,22 @@ def test_load_tasks_reads_a_copied_library(tmp_path: Path):
         (lambda d: (d / "task.yaml").unlink(), "missing task.yaml"),
         (lambda d: (d / "reference.py").unlink(), "missing reference.py"),
         (lambda d: [p.unlink() for p in d.glob("solution_*.py")], "no solution_"),
-        (lambda d: (d / "task.yaml").write_text("name: relu\ncategory: conv\nlevel: 1\nops: [x]\ndescription: d\n"), "category"),
-        (lambda d: (d / "task.yaml").write_text("name: other\ncategory: fused\nlevel: 2\nops: [x]\ndescription: d\n"), "differs from the folder"),
-        (lambda d: (d / "task.yaml").write_text("name: relu\ncategory: fused\nlevel: 2\nops: [x]\ndescription: d\nextra: 1\n"), "extra"),
+        (
+            lambda d: (d / "task.yaml").write_text("name: relu\ncategory: conv\nlevel: 1\nops: [x]\ndescription: d\n"),
+            "category",
+        ),
+        (
+            lambda d: (d / "task.yaml").write_text(
+                "name: other\ncategory: fused\nlevel: 2\nops: [x]\ndescription: d\n"
+            ),
+            "differs from the folder",
+        ),
+        (
+            lambda d: (d / "task.yaml").write_text(
+                "name: relu\ncategory: fused\nlevel: 2\nops: [x]\ndescription: d\nextra: 1\n"
+            ),
+            "extra",
+        ),
         (lambda d: (d / "task.yaml").write_text("name: [unclosed\n"), "invalid task.yaml"),
         (lambda d: (d / "solution_fused.py").write_text("import torch\n"), "solution_fused.py defines no"),
     ],

@@ -49,9 +49,15 @@ def test_round_trip_restores_weights_optimizer_rng_and_extra(tmp_path):
     torch.manual_seed(11)
     np.random.seed(11)
     random.seed(11)
-    path = save_checkpoint(tmp_path, 3, model=model, tokenizer=tokenizer,
-                           optimizer_state=get_optimizer_state_dict(model, optimizer, options=FULL),
-                           config=config, extra=extra)
+    path = save_checkpoint(
+        tmp_path,
+        3,
+        model=model,
+        tokenizer=tokenizer,
+        optimizer_state=get_optimizer_state_dict(model, optimizer, options=FULL),
+        config=config,
+        extra=extra,
+    )
     expected = (torch.rand(3), np.random.rand(3), random.random())
     assert latest_checkpoint(tmp_path) == path and not list(tmp_path.glob(".*tmp"))
 
@@ -74,11 +80,17 @@ def test_round_trip_restores_weights_optimizer_rng_and_extra(tmp_path):
 
 def test_incompatible_config_is_refused_naming_each_key(tmp_path):
     saved = TrainConfig().model_dump(mode="json")
-    grown = TrainConfig.model_validate({"trainer": {"total_steps": 60, "micro_batch_size": 2},
-                                        "logging": {"wandb": True}, "rollout": {"num_workers": 3}})
+    grown = TrainConfig.model_validate(
+        {
+            "trainer": {"total_steps": 60, "micro_batch_size": 2},
+            "logging": {"wandb": True},
+            "rollout": {"num_workers": 3},
+        }
+    )
     check_compatible(saved, grown.model_dump(mode="json"), step=10)  # resources, logging, a longer run: fine
-    changed = TrainConfig.model_validate({"model": {"hidden_size": 128}, "algorithm": {"loss": {"clip_ratio_c": 5.0}},
-                                          "trainer": {"lr": 1e-4}})
+    changed = TrainConfig.model_validate(
+        {"model": {"hidden_size": 128}, "algorithm": {"loss": {"clip_ratio_c": 5.0}}, "trainer": {"lr": 1e-4}}
+    )
     with pytest.raises(IncompatibleCheckpoint) as err:
         check_compatible(saved, changed.model_dump(mode="json"), step=10)
     for key in ("model.hidden_size", "algorithm.loss.clip_ratio_c", "trainer.lr"):
@@ -94,11 +106,19 @@ def test_load_refuses_incompatible_or_missing_and_save_refuses_unserialisable(tm
     config = TrainConfig().model_dump(mode="json")
     state = get_optimizer_state_dict(model, optimizer, options=FULL)
     with pytest.raises(ValueError, match="extra checkpoint state must be JSON-able"):
-        save_checkpoint(tmp_path, 1, model=model, tokenizer=tokenizer, optimizer_state=state, config=config,
-                        extra={"filter": torch.zeros(2)})
+        save_checkpoint(
+            tmp_path,
+            1,
+            model=model,
+            tokenizer=tokenizer,
+            optimizer_state=state,
+            config=config,
+            extra={"filter": torch.zeros(2)},
+        )
     assert latest_checkpoint(tmp_path) is None
-    path = save_checkpoint(tmp_path, 1, model=model, tokenizer=tokenizer, optimizer_state=state, config=config,
-                           extra={})
+    path = save_checkpoint(
+        tmp_path, 1, model=model, tokenizer=tokenizer, optimizer_state=state, config=config, extra={}
+    )
     other = TrainConfig.model_validate({"queue": {"groups_per_step": 8}}).model_dump(mode="json")
     with pytest.raises(IncompatibleCheckpoint, match="queue.groups_per_step: checkpoint 4, now 8"):
         load_checkpoint(path, other)

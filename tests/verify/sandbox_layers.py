@@ -75,4 +75,5 @@ def require_layers(layers: dict[str, Any], *names: str) -> None:
     for name in names:
         status = str(layers.get(name, "not reported"))
         assert status.startswith("active"), (
-            f"sandbox layer {name} is available on this host but the sandbox reports {status!r}: {layers!r}")
+            f"sandbox layer {name} is available on this host but the sandbox reports {status!r}: {layers!r}"
+        )

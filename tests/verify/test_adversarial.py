@@ -157,8 +157,11 @@ def evaluation_processes() -> list[tuple[int, str]]:
             continue
         # The session-wide Ray cluster (tests/conftest.py) also descends from this process when the whole suite
         # runs; its daemons and workers are not evaluation processes.
-        if not any(m in cmd for m in MP_INFRASTRUCTURE) and "/site-packages/ray/" not in cmd \
-                and not cmd.startswith("ray::"):
+        if (
+            not any(m in cmd for m in MP_INFRASTRUCTURE)
+            and "/site-packages/ray/" not in cmd
+            and not cmd.startswith("ray::")
+        ):
             left.append((p.pid, cmd[:120]))
     return left
 

@@ -20,7 +20,7 @@ HONEST = (CANDIDATES / "honest_add_relu.py").read_text()
 OPTS = VerifyOptions(device="cpu", num_correct_trials=2, num_perf_trials=3, num_warmup=1, timeout_s=60)
 MARKER = "/tmp/drkernel_issue8_pwned"
 
-KERNEL = '''
+KERNEL = """
 import torch
 import torch.nn as nn
 import triton
@@ -40,11 +40,14 @@ def launch(x, y):
     out = torch.empty_like(x)
     add_relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
     return out
-'''
+"""
 
 
 def model_new(body: str, prelude: str = "", init: str = "pass") -> str:
-    return KERNEL + prelude + f'''
+    return (
+        KERNEL
+        + prelude
+        + f"""
 
 class ModelNew(nn.Module):
     def __init__(self):
@@ -53,7 +56,8 @@ class ModelNew(nn.Module):
 
     def forward(self, x, y):
         {body}
-'''
+"""
+    )
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +79,7 @@ def test_honest_kernel_still_earns_a_reward(verifier):
 
 
 # -- seen #1: code execution through the harness channel ----------------------------------------------------
-FIND_CONN = f'''
+FIND_CONN = f"""
 import gc
 import multiprocessing.connection
 
@@ -87,15 +91,18 @@ def _channel():
 class Boom:
     def __reduce__(self):
         return (exec, ("open({MARKER!r}, 'w').write('ran')",))
-'''
+"""
 
 
-@pytest.mark.parametrize("send", [
-    "_channel().send(Boom())",  # a pickle frame where the judge expects JSON
-    "_channel().send_bytes(b'{\"type\": \"fault\", \"kind\": \"infra\", \"message\": \"m\", \"detail\": \"\", '"
-    "b'\"phase\": \"run\"}')",  # a fake infra fault, to be masked instead of scored 0
-    "_channel().send_bytes(b'{\"type\": \"reference_failed\", \"message\": \"not me\"}')",
-])
+@pytest.mark.parametrize(
+    "send",
+    [
+        "_channel().send(Boom())",  # a pickle frame where the judge expects JSON
+        '_channel().send_bytes(b\'{"type": "fault", "kind": "infra", "message": "m", "detail": "", \''
+        'b\'"phase": "run"}\')',  # a fake infra fault, to be masked instead of scored 0
+        '_channel().send_bytes(b\'{"type": "reference_failed", "message": "not me"}\')',
+    ],
+)
 def test_messages_forged_on_the_harness_channel_are_never_believed(verifier, send):
     if os.path.exists(MARKER):
         os.remove(MARKER)
@@ -109,17 +116,19 @@ def test_messages_forged_on_the_harness_channel_are_never_believed(verifier, sen
 def test_patching_timers_in_the_candidate_changes_nothing(verifier):
     """Patched once correctness has passed (2 trials), so timing runs with the timers replaced."""
     prelude = "\nimport time\n_sleep = time.sleep\n"
-    body = ("self.calls += 1\n"
-            "        if self.calls > 2:\n"
-            "            time.perf_counter = lambda: 0.0\n            time.perf_counter_ns = lambda: 0\n"
-            "        _sleep(0.02)\n        return launch(x, y)")
+    body = (
+        "self.calls += 1\n"
+        "        if self.calls > 2:\n"
+        "            time.perf_counter = lambda: 0.0\n            time.perf_counter_ns = lambda: 0\n"
+        "        _sleep(0.02)\n        return launch(x, y)"
+    )
     r = ungated(verifier, model_new(body, prelude=prelude, init="self.calls = 0"))
     assert r.correct and r.runtime_ms >= 20.0, r.runtime_ms  # the judge's clock saw the sleep
     assert r.hack == "harness_tampering" and r.reward == 0
 
 
 # -- seen #3: slowing only the reference (it now runs in a process the candidate never touches) -------------
-SLOW_REFERENCE = '''
+SLOW_REFERENCE = """
 import sys
 import time
 import torch
@@ -142,7 +151,7 @@ torch.nn.modules.module.register_module_forward_pre_hook(_slow_pre_hook)
 _Slow().__enter__()
 sys.setprofile(lambda frame, event, arg: None)
 torch.Tensor.__drkernel_marker__ = 1
-'''
+"""
 
 
 def test_hooks_modes_and_profilers_cannot_slow_the_reference(verifier):
@@ -152,7 +161,7 @@ def test_hooks_modes_and_profilers_cannot_slow_the_reference(verifier):
 
 
 def test_wrapping_the_reference_forward_cannot_reach_the_reference(verifier):
-    prelude = '''
+    prelude = """
 import sys
 import time
 _ref = sys.modules.get("reference")
@@ -162,7 +171,7 @@ if _ref is not None:
         time.sleep(0.05)
         return _orig(self, *a)
     _ref.Model.forward = _slow
-'''
+"""
     r = ungated(verifier, model_new("return launch(x, y)", prelude=prelude))
     assert r.correct and r.ref_runtime_ms < 20.0
 
@@ -170,9 +179,11 @@ if _ref is not None:
 # -- seen #4: seeds --------------------------------------------------------------------------------------------
 def test_initial_seed_does_not_name_the_inputs(verifier):
     """Old harness: torch was seeded with the input seed right before get_inputs in this process."""
-    body = ("torch.manual_seed(torch.initial_seed())\n"
-            "        a, b = torch.randn(4096), torch.randn(4096)\n"
-            "        return launch(a, b)")
+    body = (
+        "torch.manual_seed(torch.initial_seed())\n"
+        "        a, b = torch.randn(4096), torch.randn(4096)\n"
+        "        return launch(a, b)"
+    )
     r = ungated(verifier, model_new(body))
     assert not r.correct and r.error.kind == "output_mismatch" and r.reward == 0
 
@@ -180,16 +191,18 @@ def test_initial_seed_does_not_name_the_inputs(verifier):
 # -- seen #5: every call is checked ----------------------------------------------------------------------------
 def test_garbage_on_some_timed_calls_is_caught(verifier):
     init = "self.calls = 0"
-    body = ("self.calls += 1\n"
-            "        out = launch(x, y)\n"
-            "        return out if self.calls <= 2 or self.calls % 5 == 0 else out * 0")
+    body = (
+        "self.calls += 1\n"
+        "        out = launch(x, y)\n"
+        "        return out if self.calls <= 2 or self.calls % 5 == 0 else out * 0"
+    )
     r = ungated(verifier, model_new(body, init=init))
     assert r.hack == "result_caching" and r.reward == 0, (r.hack, r.error)
     assert any(c.name == "every_call_checked" and not c.passed for c in r.checks)
 
 
 # -- seen #7: an output far below atol ------------------------------------------------------------------------
-WIDE_SOFTMAX_REF = '''
+WIDE_SOFTMAX_REF = """
 import torch
 import torch.nn as nn
 
@@ -205,9 +218,9 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
-TINY_SOFTMAX = '''
+TINY_SOFTMAX = """
 import torch
 import torch.nn as nn
 import triton
@@ -226,31 +239,40 @@ class ModelNew(nn.Module):
         out = torch.empty_like(x)
         scale_kernel[(triton.cdiv(x.numel(), 8192),)](x, out, x.numel(), BLOCK=8192)
         return out
-'''
+"""
 
 
 def test_tiny_softmax_output_fails_strict_and_passes_kernelbench(verifier):
-    strict = verifier.verify(WIDE_SOFTMAX_REF, TINY_SOFTMAX, OPTS.model_copy(update={"measure_performance": False,
-                                                                                      "measure_coverage": False}))
+    strict = verifier.verify(
+        WIDE_SOFTMAX_REF,
+        TINY_SOFTMAX,
+        OPTS.model_copy(update={"measure_performance": False, "measure_coverage": False}),
+    )
     assert strict.status == "ok" and not strict.correct and strict.error.kind == "output_mismatch"
     assert "relative L2" in strict.error.message and strict.reward == 0
     assert any(c.name == "correctness_scale" and not c.passed for c in strict.checks)
     assert any(c.name == "correctness_elementwise" and c.passed for c in strict.checks)
-    kb = verifier.verify(WIDE_SOFTMAX_REF, TINY_SOFTMAX, OPTS.model_copy(update={
-        "correctness": "kernelbench", "measure_performance": False, "measure_coverage": False}))
+    kb = verifier.verify(
+        WIDE_SOFTMAX_REF,
+        TINY_SOFTMAX,
+        OPTS.model_copy(update={"correctness": "kernelbench", "measure_performance": False, "measure_coverage": False}),
+    )
     assert kb.correct, "the KernelBench-compatible verdict stays available for comparisons"
 
 
 # -- seen #8: whatever the candidate returns is a candidate verdict -------------------------------------------
-@pytest.mark.parametrize("ret", [
-    "torch.empty(4096, device='meta')",
-    "{'out': out}",
-    "object()",
-    "[out] * 100",
-    "out.to(torch.complex32)",
-    "out * float('nan')",
-    "out.as_subclass(type('Sub', (torch.Tensor,), {}))",
-])
+@pytest.mark.parametrize(
+    "ret",
+    [
+        "torch.empty(4096, device='meta')",
+        "{'out': out}",
+        "object()",
+        "[out] * 100",
+        "out.to(torch.complex32)",
+        "out * float('nan')",
+        "out.as_subclass(type('Sub', (torch.Tensor,), {}))",
+    ],
+)
 def test_bad_returns_are_candidate_verdicts(verifier, ret):
     r = ungated(verifier, model_new(f"out = launch(x, y)\n        return {ret}"))
     assert r.error is not None and r.error.kind == "output_mismatch", (r.error, r.details.get("traceback"))
@@ -258,7 +280,7 @@ def test_bad_returns_are_candidate_verdicts(verifier, ret):
 
 
 # -- seen #6 and #10: coverage is attributed to the candidate's own kernel objects ----------------------------
-BURN_IN_BODY = '''
+BURN_IN_BODY = """
 import torch
 import torch.nn as nn
 import triton
@@ -287,7 +309,7 @@ class ModelNew(nn.Module):
         out = torch.empty_like(x)
         add_relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
         return out
-'''
+"""
 
 
 def test_torch_work_inside_a_jit_body_is_not_kernel_time(verifier):
@@ -322,17 +344,21 @@ import library_kernels
 
 def test_a_same_named_kernel_from_another_file_is_not_the_candidates(verifier):
     """Seen #10: attribution by the JIT object's defining file, not by a name the candidate picks."""
-    body = ("out = torch.empty_like(x)\n"
-            "        library_kernels.add_relu_kernel[(4,)](x, y, out, x.numel(), BLOCK=1024)\n"
-            "        return out")
+    body = (
+        "out = torch.empty_like(x)\n"
+        "        library_kernels.add_relu_kernel[(4,)](x, y, out, x.numel(), BLOCK=1024)\n"
+        "        return out"
+    )
     r = ungated(verifier, model_new(body, prelude=SAME_NAME_ELSEWHERE))
     assert r.hack == "decoy_kernel" and r.reward == 0, (r.hack, r.error, r.details.get("isolation"))
 
 
 def test_a_decoy_launch_next_to_foreign_work_gets_little_coverage(verifier):
-    body = ("out = torch.empty_like(x)\n"
-            "        library_kernels.add_relu_kernel[(4,)](x, y, out, x.numel(), BLOCK=1024)\n"
-            "        launch(x[:1], y[:1])\n"
-            "        return out")
+    body = (
+        "out = torch.empty_like(x)\n"
+        "        library_kernels.add_relu_kernel[(4,)](x, y, out, x.numel(), BLOCK=1024)\n"
+        "        launch(x[:1], y[:1])\n"
+        "        return out"
+    )
     r = ungated(verifier, model_new(body, prelude=SAME_NAME_ELSEWHERE))
     assert r.correct and r.hack is None and r.coverage < 0.6, r.coverage

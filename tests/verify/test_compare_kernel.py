@@ -38,7 +38,8 @@ ref_special = r.clone()
 ref_special[3], ref_special[4] = float("nan"), float("inf")
 both = ref_special.clone()  # NaN where the reference is NaN, the same Inf: close, and left out of the norms
 out = {name: [list(compare_kernel.stats(r, c, 1e-2, 1e-2)), torch_way(r, c, 1e-2, 1e-2)] for name, c in cases.items()}
-out["both_special"] = [list(compare_kernel.stats(ref_special, both, 1e-2, 1e-2)), torch_way(ref_special, both, 1e-2, 1e-2)]
+out["both_special"] = [list(compare_kernel.stats(ref_special, both, 1e-2, 1e-2)),
+                       torch_way(ref_special, both, 1e-2, 1e-2)]
 opposite = ref_special.clone()
 opposite[4] = float("-inf")
 out["opposite_inf"] = [list(compare_kernel.stats(ref_special, opposite, 1e-2, 1e-2)),
@@ -50,7 +51,8 @@ huge = r * 1e18  # squares beyond float32's range: the sums must not overflow
 out["huge"] = [list(compare_kernel.stats(huge, huge * (1 + 1e-3), 1e-2, 1e-2)),
                torch_way(huge, huge * (1 + 1e-3), 1e-2, 1e-2)]
 h = r.half()
-out["half"] = [list(compare_kernel.stats(h, (r + 2e-3).half(), 1e-2, 1e-2)), torch_way(h, (r + 2e-3).half(), 1e-2, 1e-2)]
+h2 = (r + 2e-3).half()
+out["half"] = [list(compare_kernel.stats(h, h2, 1e-2, 1e-2)), torch_way(h, h2, 1e-2, 1e-2)]
 print(json.dumps(out))
 """
 

@@ -27,8 +27,11 @@ def test_a_passing_comparison_has_no_message_and_the_documented_stats():
         ([torch.ones(2)], [torch.ones(2), torch.ones(2)], "output count 2 != reference 1"),
         ([torch.ones(2)], [3], "output is int, reference is a tensor"),
         ([torch.ones(2)], [torch.ones(3)], "output shape (3,) != reference (2,)"),
-        ([torch.ones(2)], [torch.ones(2, dtype=torch.float64)],
-         "output dtype torch.float64 != reference torch.float32"),
+        (
+            [torch.ones(2)],
+            [torch.ones(2, dtype=torch.float64)],
+            "output dtype torch.float64 != reference torch.float32",
+        ),
         ([torch.ones(2), torch.ones(2)], [torch.ones(2), torch.ones(1, 2)], "output[1] shape (1, 2) != reference (2,)"),
         ([torch.ones(2), 1.0], [torch.ones(2), 2.0], "output[1] = 2.0, reference 1.0"),
         ([1], [2], "output = 2, reference 1"),
@@ -180,8 +183,10 @@ def test_spec_mismatch_names_the_first_difference():
     assert _spec_mismatch(_specs([torch.ones(3, 2)]), want) == "output shape (3, 2) != reference (2, 3)"
     assert _spec_mismatch(_specs([torch.ones(2, 3).half()]), want) == "output dtype float16 != reference float32"
     two = _specs([torch.ones(1), torch.ones(2)])
-    assert _spec_mismatch(_specs([torch.ones(1), torch.ones(2, dtype=torch.int32)]), two) == \
-        "output[1] dtype int32 != reference float32"
+    assert (
+        _spec_mismatch(_specs([torch.ones(1), torch.ones(2, dtype=torch.int32)]), two)
+        == "output[1] dtype int32 != reference float32"
+    )
     assert _spec_mismatch(_specs([torch.ones(1), 2]), two) == "output[1] is a scalar, reference is a tensor"
 
 
@@ -199,8 +204,9 @@ def _agrees_with_compare(ref: list, cand: list, atol: float, rtol: float, strict
 
 def test_batch_passes_matching_nan_and_inf_and_uses_rtol():
     ref = torch.tensor([1.0, float("nan"), float("inf"), -float("inf"), 100.0])
-    quick = _agrees_with_compare([[ref]], [[torch.tensor([1.0, float("nan"), float("inf"), -float("inf"), 100.5])]],
-                                 1e-2, 1e-2, True)
+    quick = _agrees_with_compare(
+        [[ref]], [[torch.tensor([1.0, float("nan"), float("inf"), -float("inf"), 100.5])]], 1e-2, 1e-2, True
+    )
     assert quick[0] is not None and quick[0]["max_abs_diff"] == 0.5
 
 

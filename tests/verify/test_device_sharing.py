@@ -128,8 +128,14 @@ def test_out_of_memory_is_recognised_only_from_the_trusted_side():
 
     assert _out_of_memory(infra("judge failed: OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB"))
     assert _out_of_memory(infra("out of device memory holding the candidate's outputs: ..."))
-    assert _out_of_memory(VerifyResult(status="infra_error", error=ErrorInfo(
-        kind="reference", message="reference failed during run: OutOfMemoryError: CUDA out of memory.")))
+    assert _out_of_memory(
+        VerifyResult(
+            status="infra_error",
+            error=ErrorInfo(
+                kind="reference", message="reference failed during run: OutOfMemoryError: CUDA out of memory."
+            ),
+        )
+    )
     assert not _out_of_memory(infra("judge failed: ValueError: something else"))
     # The candidate's own fault text never counts: any kernel can raise an exception saying so.
     assert not _out_of_memory(res("harness: OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB"))

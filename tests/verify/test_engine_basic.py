@@ -34,7 +34,9 @@ def launch(a, b):
 
 
 def model_new(body: str, init: str = "pass") -> str:
-    return HEADER + f"""
+    return (
+        HEADER
+        + f"""
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
@@ -43,6 +45,7 @@ class ModelNew(nn.Module):
     def forward(self, a, b):
         {body}
 """
+    )
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +60,16 @@ def test_honest_kernel_passes_with_positive_reward(verifier):
     assert r.reward > 0.5 and r.runtime_ms > 0 and r.ref_runtime_ms > 0 and r.speedup > 0
     assert 0.5 < r.coverage <= 1.0  # the forward is almost all Triton launch time
     assert r.timing_source == "cpu_wall_roundtrip" and r.device == "cpu"
-    assert {c.name for c in r.checks} >= {"static_gate", "correctness", "correctness_elementwise", "correctness_scale",
-                                          "triton_launches", "timing", "every_call_checked", "coverage"}
+    assert {c.name for c in r.checks} >= {
+        "static_gate",
+        "correctness",
+        "correctness_elementwise",
+        "correctness_scale",
+        "triton_launches",
+        "timing",
+        "every_call_checked",
+        "coverage",
+    }
     assert all(c.passed for c in r.checks)
     assert r.details["kernels"] == ["add_kernel"]
     assert r.details["isolation"]["environment"] == "scrubbed"
@@ -96,11 +107,27 @@ def test_reference_against_itself_without_triton(verifier):
         (model_new("return launch(a, b).double()"), "output_mismatch", True),
         (model_new("while True:\n            pass"), "timeout", True),
         (model_new("import os; os.abort()"), "crash", True),
-        (HEADER.replace("tl.load(b_ptr + offs, mask=mask)", "tl.no_such_op(b_ptr)")
-         + "\nclass ModelNew(nn.Module):\n    def forward(self, a, b):\n        return launch(a, b)\n", "triton_compile", False),
+        (
+            HEADER.replace("tl.load(b_ptr + offs, mask=mask)", "tl.no_such_op(b_ptr)")
+            + "\nclass ModelNew(nn.Module):\n    def forward(self, a, b):\n        return launch(a, b)\n",
+            "triton_compile",
+            False,
+        ),
     ],
-    ids=["syntax", "forbidden", "import", "missing", "init", "runtime", "values", "shape", "dtype", "timeout",
-         "crash", "triton_compile"],
+    ids=[
+        "syntax",
+        "forbidden",
+        "import",
+        "missing",
+        "init",
+        "runtime",
+        "values",
+        "shape",
+        "dtype",
+        "timeout",
+        "crash",
+        "triton_compile",
+    ],
 )
 def test_error_classes(verifier, source, kind, compiled):
     """The gate decides syntax and forbidden; every other class is the runtime's, shown without the gate
@@ -142,7 +169,9 @@ def test_device_mismatch_is_a_usage_error(verifier):
 
 def test_concurrent_evaluations_share_one_verifier(verifier):
     results = []
-    threads = [threading.Thread(target=lambda: results.append(verifier.verify(REFERENCE, HONEST, FAST))) for _ in range(3)]
+    threads = [
+        threading.Thread(target=lambda: results.append(verifier.verify(REFERENCE, HONEST, FAST))) for _ in range(3)
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -49,14 +49,19 @@ def launch(a, b):
     return out
 """
 
-HONEST = KERNEL + """
+HONEST = (
+    KERNEL
+    + """
 class ModelNew(nn.Module):
     def forward(self, a, b):
         return launch(a, b)
 """
+)
 
 # Stream created through getattr so the static gate misses it: the runtime checks must catch it.
-SIDE_STREAM = KERNEL + """
+SIDE_STREAM = (
+    KERNEL
+    + """
 _make = getattr(torch.cuda, "Str" + "eam")
 _ctx = getattr(torch.cuda, "str" + "eam")
 _current = getattr(torch.cuda, "current_str" + "eam")
@@ -74,6 +79,7 @@ class ModelNew(nn.Module):
                 out = launch(out, b * 0)
         return out
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +109,8 @@ def test_side_stream_is_caught_on_cuda(verifier):
     assert r.status == "ok", r.error
     assert r.hack == "side_stream" and r.reward == 0, (r.error, r.details.get("trials"), r.details.get("traceback"))
 
-HELPER = '''
+
+HELPER = """
 import triton
 import triton.language as tl
 
@@ -114,9 +121,11 @@ def add_relu_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
     mask = offs < n
     x = tl.load(a_ptr + offs, mask=mask) + tl.load(b_ptr + offs, mask=mask)
     tl.store(out_ptr + offs, tl.maximum(x, 0.0), mask=mask)
-'''
+"""
 
-SAME_NAME_ELSEWHERE = KERNEL + f"""
+SAME_NAME_ELSEWHERE = (
+    KERNEL
+    + f"""
 import os
 import sys
 
@@ -133,6 +142,7 @@ class ModelNew(nn.Module):
         launch(a[:16], b[:16])
         return out
 """
+)
 
 
 def test_same_named_kernel_gets_no_coverage_on_cuda(verifier):

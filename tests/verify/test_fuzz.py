@@ -47,8 +47,11 @@ MALFORMED: list[tuple[str, str, tuple[str, ...]]] = [
     ("unary_minus_chain_100k", "x = " + "-" * 100_000 + "1\n" + HONEST, ("syntax",)),
     ("binop_chain_100k", "x = " + "+".join(["1"] * 100_000) + "\n" + HONEST, ("syntax",)),
     ("attribute_chain_100k", "x = torch" + ".T" * 100_000 + "\n" + HONEST, ("syntax",)),
-    ("nested_defs_100", "".join("    " * i + f"def f{i}():\n" for i in range(100)) + "    " * 100 + "pass\n" + HONEST,
-     ("syntax",)),
+    (
+        "nested_defs_100",
+        "".join("    " * i + f"def f{i}():\n" for i in range(100)) + "    " * 100 + "pass\n" + HONEST,
+        ("syntax",),
+    ),
 ]
 
 
@@ -96,9 +99,11 @@ def test_huge_but_valid_source_is_judged(verifier) -> None:
 # (case id, reference source, what the error message names)
 BROKEN_REFERENCES = [
     ("syntax", REF.replace("def forward(self, x", "def forward(self x"), "failed to load: SyntaxError"),
-    ("get_inputs_raises",
-     REF.replace("return [torch.randn(4096), torch.randn(4096)]", "raise RuntimeError('no inputs')"),
-     "get_inputs failed: RuntimeError: no inputs"),
+    (
+        "get_inputs_raises",
+        REF.replace("return [torch.randn(4096), torch.randn(4096)]", "raise RuntimeError('no inputs')"),
+        "get_inputs failed: RuntimeError: no inputs",
+    ),
     ("no_model_class", REF.replace("class Model(", "class Modle("), "no attribute 'Model'"),
     ("empty", "", "no attribute 'get_init_inputs'"),
 ]
@@ -117,13 +122,31 @@ def test_broken_reference_is_not_a_candidate_verdict(verifier, case_id: str, ref
 
 # -- the same through the CLI ----------------------------------------------------------------------
 
+
 def _cli(tmp_path: Path, reference: bytes | str, candidate: bytes | str, *extra: str) -> subprocess.CompletedProcess:
     ref, cand = tmp_path / "ref.py", tmp_path / "cand.py"
     for path, data in ((ref, reference), (cand, candidate)):
         path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8", errors="surrogateescape"))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "pipelines.cli", "verify", "--reference", str(ref), "--candidate", str(cand),
-           "--device", "cpu", "--trials", "2", "--correct-trials", "2", "--timeout", "30", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pipelines.cli",
+        "verify",
+        "--reference",
+        str(ref),
+        "--candidate",
+        str(cand),
+        "--device",
+        "cpu",
+        "--trials",
+        "2",
+        "--correct-trials",
+        "2",
+        "--timeout",
+        "30",
+        *extra,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env, cwd=ROOT)
 
 
@@ -156,12 +179,25 @@ def test_cli_usage_and_infra_exit_codes(tmp_path: Path) -> None:
     assert proc.returncode == 2 and proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and "candidate" in proc.stderr
 
-    proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "verify", "--reference", str(tmp_path / "nope.py"),
-                           "--candidate", str(tmp_path / "nope.py")], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipelines.cli",
+            "verify",
+            "--reference",
+            str(tmp_path / "nope.py"),
+            "--candidate",
+            str(tmp_path / "nope.py"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+    )
     assert proc.returncode == 2 and "not found" in proc.stderr and "Traceback" not in proc.stderr
 
     # A reference without Model is refused by the CLI before any process starts (issue 11 item 10): exit 2.
     proc = _cli(tmp_path, REF.replace("class Model(", "class Modle("), HONEST, "--json")
     assert proc.returncode == 2 and proc.stdout == "" and "no Model" in proc.stderr, proc.stderr[-2000:]
-

@@ -54,8 +54,11 @@ GATE_FILES = {
 def honest_sources() -> dict[str, str]:
     """Shipped solutions, the benchmark's Triton candidates, the honest test candidates, the examples."""
     found = {f"{t.name}/{label}": src for t in load_tasks() for label, src in t.solutions.items()}
-    for pattern in ("benchmarks/candidates/*_triton.py", "tests/verify/candidates/honest_*.py",
-                    "examples/*/candidate.py"):
+    for pattern in (
+        "benchmarks/candidates/*_triton.py",
+        "tests/verify/candidates/honest_*.py",
+        "examples/*/candidate.py",
+    ):
         for path in sorted(ROOT.glob(pattern)):
             found[str(path.relative_to(ROOT))] = path.read_text()
     return found
@@ -148,8 +151,10 @@ def test_no_triton_kernel_rejected_only_when_required():
         ("def __getattr__(name):\n    return name", "defines __getattr__"),
         ("__builtins__ = {}", "__builtins__"),
         ("match 1:\n    case object(__class__=c):\n        pass", "dunder attribute .__class__"),
-        ("def f():\n    try:\n        raise ValueError\n    except ValueError as e:\n        return e.tb_frame",
-         "tb_frame"),
+        (
+            "def f():\n    try:\n        raise ValueError\n    except ValueError as e:\n        return e.tb_frame",
+            "tb_frame",
+        ),
         ("s = torch.cuda.Stream()", "forbidden API torch.cuda.Stream"),
         ("with torch.cuda.stream(None):\n    pass", "forbidden API torch.cuda.stream"),
         ("s = torch.npu.Stream()", "forbidden API torch.npu.Stream"),
@@ -377,8 +382,13 @@ def test_attribute_stores_into_fetched_objects_are_forbidden(snippet: str):
 
 
 def test_files_and_loaders_on_any_object_are_forbidden():
-    for line in ("torch.zeros(2).numpy().tofile('/tmp/x')", "torch.zeros(2).numpy().dump('/tmp/x')",
-                 "a = torch.zeros(2).numpy().ctypes", "s = torch.UntypedStorage.from_file('/etc/hostname', False, 4)",
-                 "torch.ops.import_module('os')", "torch.ops.load_library('x.so')"):
+    for line in (
+        "torch.zeros(2).numpy().tofile('/tmp/x')",
+        "torch.zeros(2).numpy().dump('/tmp/x')",
+        "a = torch.zeros(2).numpy().ctypes",
+        "s = torch.UntypedStorage.from_file('/etc/hostname', False, 4)",
+        "torch.ops.import_module('os')",
+        "torch.ops.load_library('x.so')",
+    ):
         result = check_source(KERNEL + "\n" + line + "\n")
         assert not result.passed and result.kind == "forbidden", (line, result)

@@ -50,12 +50,12 @@ def expected_hacks(source: str) -> list[tuple[int, str]]:
 
 
 def test_the_reader_finds_each_form():
-    source = '''
+    source = """
 assert r.hack == "a" and r.details["all_hacks"] == ["b", "c"]
 assert data["hack"] != "d" and r.hack not in ("e", "f") and v.hacks == ["g"]
 x = VerifyResult(hack="h"); y = Candidate("p", expect_hack="i"); z = Expect("ref", True, ANY, "j", ANY)
 assert r.reward == "not a hack" and r.error.kind == "runtime"
-'''
+"""
     assert sorted(name for _, name in expected_hacks(source)) == list("abcdefghij")
 
 

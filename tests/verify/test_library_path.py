@@ -20,15 +20,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "vector_add"
 
-HIDE_EDITABLE = '''
+HIDE_EDITABLE = """
 import sys
 sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
 sys.path_hooks[:] = [h for h in sys.path_hooks if "__editable__" not in getattr(h, "__module__", "")]
 for name in [m for m in sys.modules if m == "drkernel" or m.startswith("drkernel.")]:
     del sys.modules[name]
-'''
+"""
 
-SCRIPT = '''
+SCRIPT = """
 import json, sys
 try:
     import drkernel  # noqa: F401
@@ -43,7 +43,7 @@ r = v.verify(open({ref!r}).read(), open({cand!r}).read(),
 print(json.dumps({{"server": v.server_info, "status": r.status, "correct": r.correct, "hack": r.hack,
                   "reward": r.reward, "error": None if r.error is None else r.error.message,
                   "preloaded": r.details.get("isolation", {{}}).get("preloaded")}}))
-'''
+"""
 
 
 def run_outside_repo(tmp_path: Path, device: str) -> dict:
@@ -51,12 +51,16 @@ def run_outside_repo(tmp_path: Path, device: str) -> dict:
     site.mkdir()
     (site / "sitecustomize.py").write_text(HIDE_EDITABLE)
     script = tmp_path / "use_verifier.py"
-    script.write_text(SCRIPT.format(repo=str(REPO), device=device, ref=str(EXAMPLES / "reference.py"),
-                                    cand=str(EXAMPLES / "candidate.py")))
+    script.write_text(
+        SCRIPT.format(
+            repo=str(REPO), device=device, ref=str(EXAMPLES / "reference.py"), cand=str(EXAMPLES / "candidate.py")
+        )
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(site)
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

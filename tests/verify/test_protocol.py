@@ -20,8 +20,17 @@ def pipe():
 
 
 def test_values_round_trip_dtypes_shapes_and_scalars():
-    values = [torch.randn(3, 4), torch.arange(6, dtype=torch.int64).reshape(2, 3), torch.randn(5).bfloat16(),
-              torch.empty(0, 3), torch.tensor(2.5), 7, None, 1.5, True]
+    values = [
+        torch.randn(3, 4),
+        torch.arange(6, dtype=torch.int64).reshape(2, 3),
+        torch.randn(5).bfloat16(),
+        torch.empty(0, 3),
+        torch.tensor(2.5),
+        7,
+        None,
+        1.5,
+        True,
+    ]
     specs, payload = protocol.encode_values(values)
     a, b = pipe()
     protocol.send(a, {"type": "outputs", "calls": [specs], "inputs": None, "evidence": {}}, payload)
@@ -46,27 +55,68 @@ def test_a_pickle_frame_is_rejected_and_never_runs(tmp_path):
     with pytest.raises(protocol.ProtocolError, match="not JSON"):
         protocol.recv(b)
     import os
+
     assert not os.path.exists("/tmp/drkernel_protocol_pwned")
 
 
-@pytest.mark.parametrize("header, match", [
-    ({"type": "ran", "evidence": {}}, "unexpected fields"),
-    ({"type": "outputs", "calls": [], "inputs": None, "evidence": []}, "evidence is an object"),
-    ({"type": "nope"}, "unknown message type"),
-    ({"type": "staged", "extra": 1}, "unexpected fields"),
-    ({"type": "fault", "kind": "infra", "message": "m", "detail": "", "phase": "run"}, "unknown fault kind"),
-    ({"type": "outputs", "calls": [[{"kind": "tensor", "dtype": "float32", "shape": [2], "nbytes": 9,
-                                     "device": "cpu"}]], "inputs": None, "evidence": {}}, "is 8 bytes, not 9"),
-    ({"type": "outputs", "calls": [[{"kind": "tensor", "dtype": "object", "shape": [2], "nbytes": 16,
-                                     "device": "cpu"}]], "inputs": None, "evidence": {}}, "not one the verifier compares"),
-    ({"type": "outputs", "calls": [[{"kind": "tensor", "dtype": "float32", "shape": [-1], "nbytes": 0,
-                                     "device": "cpu"}]], "inputs": None, "evidence": {}}, "integer in"),
-    ({"type": "outputs", "calls": [[{"kind": "tensor", "dtype": "float32", "shape": [1] * 9, "nbytes": 4,
-                                     "device": "cpu"}]], "inputs": None, "evidence": {}}, "at most 8 sizes"),
-    ({"type": "coverage", "kernel_ms_per_call": 1.0, "fraction": 7.0, "source": "x", "detail": {},
-      "collisions": []}, "finite number in"),
-    ([1, 2], "JSON object"),
-])
+@pytest.mark.parametrize(
+    "header, match",
+    [
+        ({"type": "ran", "evidence": {}}, "unexpected fields"),
+        ({"type": "outputs", "calls": [], "inputs": None, "evidence": []}, "evidence is an object"),
+        ({"type": "nope"}, "unknown message type"),
+        ({"type": "staged", "extra": 1}, "unexpected fields"),
+        ({"type": "fault", "kind": "infra", "message": "m", "detail": "", "phase": "run"}, "unknown fault kind"),
+        (
+            {
+                "type": "outputs",
+                "calls": [[{"kind": "tensor", "dtype": "float32", "shape": [2], "nbytes": 9, "device": "cpu"}]],
+                "inputs": None,
+                "evidence": {},
+            },
+            "is 8 bytes, not 9",
+        ),
+        (
+            {
+                "type": "outputs",
+                "calls": [[{"kind": "tensor", "dtype": "object", "shape": [2], "nbytes": 16, "device": "cpu"}]],
+                "inputs": None,
+                "evidence": {},
+            },
+            "not one the verifier compares",
+        ),
+        (
+            {
+                "type": "outputs",
+                "calls": [[{"kind": "tensor", "dtype": "float32", "shape": [-1], "nbytes": 0, "device": "cpu"}]],
+                "inputs": None,
+                "evidence": {},
+            },
+            "integer in",
+        ),
+        (
+            {
+                "type": "outputs",
+                "calls": [[{"kind": "tensor", "dtype": "float32", "shape": [1] * 9, "nbytes": 4, "device": "cpu"}]],
+                "inputs": None,
+                "evidence": {},
+            },
+            "at most 8 sizes",
+        ),
+        (
+            {
+                "type": "coverage",
+                "kernel_ms_per_call": 1.0,
+                "fraction": 7.0,
+                "source": "x",
+                "detail": {},
+                "collisions": [],
+            },
+            "finite number in",
+        ),
+        ([1, 2], "JSON object"),
+    ],
+)
 def test_schema_violations(header, match):
     a, b = pipe()
     a.send_bytes(json.dumps(header).encode())
@@ -76,8 +126,10 @@ def test_schema_violations(header, match):
 
 def test_nan_and_oversized_frames():
     a, b = pipe()
-    a.send_bytes(b'{"type": "coverage", "kernel_ms_per_call": NaN, "fraction": 0.5, "source": "x", '
-                 b'"detail": {}, "collisions": []}')
+    a.send_bytes(
+        b'{"type": "coverage", "kernel_ms_per_call": NaN, "fraction": 0.5, "source": "x", '
+        b'"detail": {}, "collisions": []}'
+    )
     with pytest.raises(protocol.ProtocolError, match="non-finite|not JSON"):
         protocol.recv(b)
     a.send_bytes(b"{" + b" " * (protocol.MAX_HEADER + 10) + b"}")
@@ -123,19 +175,38 @@ def test_precheck_runs_before_the_payload_is_read():
 # Any other exception out of validate/recv reads as "judge failed" in the judge, which turns a wrong candidate's
 # zero into a masked infra_error (red-team finding 3). These generate headers that are near the schema (a real
 # message type, its own field names) with junk of every JSON type in the fields, nested to a few levels.
-FIELDS = sorted({k for schema in protocol.SCHEMAS.values() for k in schema}
-                | {"type", "payload", "kind", "dtype", "shape", "nbytes", "device", "value", "decoy_calls", "launches"})
-json_scalars = (st.none() | st.booleans() | st.integers(min_value=-(1 << 70), max_value=1 << 70)
-                | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12)
-                | st.sampled_from(sorted(protocol.SCHEMAS) + sorted(protocol.CANDIDATE_FAULTS)
-                                  + ["tensor", "scalar", "float", "int", "bool", "none", "str", "float32"]))
-json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4)
-                           | st.dictionaries(st.sampled_from(FIELDS) | st.text(max_size=6), inner, max_size=5),
-                           max_leaves=20)
+FIELDS = sorted(
+    {k for schema in protocol.SCHEMAS.values() for k in schema}
+    | {"type", "payload", "kind", "dtype", "shape", "nbytes", "device", "value", "decoy_calls", "launches"}
+)
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(1 << 70), max_value=1 << 70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12)
+    | st.sampled_from(
+        sorted(protocol.SCHEMAS)
+        + sorted(protocol.CANDIDATE_FAULTS)
+        + ["tensor", "scalar", "float", "int", "bool", "none", "str", "float32"]
+    )
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(FIELDS) | st.text(max_size=6), inner, max_size=5)
+    ),
+    max_leaves=20,
+)
 # Python-level junk a JSON decoder never yields but a direct caller might: unhashables where keys are
 # looked up, non-str keys, non-finite floats, ints past float range.
-python_junk = (json_values | st.sets(st.integers(), max_size=3) | st.binary(max_size=4) | st.tuples(json_scalars)
-               | st.sampled_from([float("nan"), float("inf"), 10 ** 400, -(10 ** 400)]))
+python_junk = (
+    json_values
+    | st.sets(st.integers(), max_size=3)
+    | st.binary(max_size=4)
+    | st.tuples(json_scalars)
+    | st.sampled_from([float("nan"), float("inf"), 10**400, -(10**400)])
+)
 near_headers = st.builds(
     lambda kind, fields, extra: {"type": kind, **fields, **extra},
     st.sampled_from(sorted(protocol.SCHEMAS)) | json_values,
@@ -149,8 +220,10 @@ def _only_protocol_errors(validate, header):
         clean = validate(header)
     except protocol.ProtocolError:
         return
-    assert clean["type"] in protocol.SCHEMAS and set(clean) == set(protocol.SCHEMAS[clean["type"]]) | {"type",
-                                                                                                     "payload"}
+    assert clean["type"] in protocol.SCHEMAS and set(clean) == set(protocol.SCHEMAS[clean["type"]]) | {
+        "type",
+        "payload",
+    }
     json.dumps(clean, allow_nan=True)  # what passed is plain data
 
 
@@ -173,21 +246,36 @@ def test_fuzzed_frames_through_recv_only_ever_raise_protocol_error(header):
         pass
 
 
-@pytest.mark.parametrize("header", [
-    {"type": []}, {"type": {}}, {"type": "fault", "kind": [], "message": "", "detail": "", "phase": "run"},
-    {"type": "fault", "kind": {"a": 1}, "message": "", "detail": "", "phase": "run"},
-    {"type": "ran", 1: 2, "x": 3},  # non-str keys next to str ones (sorting them was a TypeError)
-    {"type": "loaded", "load_s": 10 ** 400, "kernels": [], "launch_hook": "", "aliased": False},  # OverflowError
-    {"type": "loaded", "load_s": float("nan"), "kernels": [], "launch_hook": "", "aliased": False},
-    {"type": "outputs", "calls": [[{"kind": [], "dtype": "float32"}]], "inputs": None, "evidence": {}},
-    {"type": "outputs", "calls": [[{"kind": "scalar", "type": {}, "value": 1}]], "inputs": None, "evidence": {}},
-    {"type": "outputs", "calls": [[{"kind": "tensor", "dtype": ["float32"], "shape": [2], "nbytes": 8,
-                                    "device": "cpu"}]], "inputs": None, "evidence": {}},
-    {"type": "outputs", "calls": {"a": 1}, "inputs": None, "evidence": {}},
-    {"type": "outputs", "calls": [], "inputs": None, "evidence": {"decoy_calls": [[]], (1,): 2}},
-    {"type": "coverage", "kernel_ms_per_call": None, "fraction": None, "source": "x", "detail": {"k": [1]},
-     "collisions": [{}]},
-])
+@pytest.mark.parametrize(
+    "header",
+    [
+        {"type": []},
+        {"type": {}},
+        {"type": "fault", "kind": [], "message": "", "detail": "", "phase": "run"},
+        {"type": "fault", "kind": {"a": 1}, "message": "", "detail": "", "phase": "run"},
+        {"type": "ran", 1: 2, "x": 3},  # non-str keys next to str ones (sorting them was a TypeError)
+        {"type": "loaded", "load_s": 10**400, "kernels": [], "launch_hook": "", "aliased": False},  # OverflowError
+        {"type": "loaded", "load_s": float("nan"), "kernels": [], "launch_hook": "", "aliased": False},
+        {"type": "outputs", "calls": [[{"kind": [], "dtype": "float32"}]], "inputs": None, "evidence": {}},
+        {"type": "outputs", "calls": [[{"kind": "scalar", "type": {}, "value": 1}]], "inputs": None, "evidence": {}},
+        {
+            "type": "outputs",
+            "calls": [[{"kind": "tensor", "dtype": ["float32"], "shape": [2], "nbytes": 8, "device": "cpu"}]],
+            "inputs": None,
+            "evidence": {},
+        },
+        {"type": "outputs", "calls": {"a": 1}, "inputs": None, "evidence": {}},
+        {"type": "outputs", "calls": [], "inputs": None, "evidence": {"decoy_calls": [[]], (1,): 2}},
+        {
+            "type": "coverage",
+            "kernel_ms_per_call": None,
+            "fraction": None,
+            "source": "x",
+            "detail": {"k": [1]},
+            "collisions": [{}],
+        },
+    ],
+)
 def test_malformed_fields_are_protocol_errors_with_a_short_message(header):
     with pytest.raises(protocol.ProtocolError) as info:
         protocol._validate(header)

@@ -27,7 +27,9 @@ import triton
 import triton.language as tl
 """
 
-SUM_REF = HEAD + """
+SUM_REF = (
+    HEAD
+    + """
 class Model(nn.Module):
     def forward(self, x):
         return x.sum(0, keepdim=True)
@@ -38,8 +40,11 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
+)
 
-CHAIN_REF = HEAD + """
+CHAIN_REF = (
+    HEAD
+    + """
 class Model(nn.Module):
     def forward(self, x):
         return torch.relu(x * 2.0 + 1.0)
@@ -50,8 +55,11 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
+)
 
-CHAIN_FUSED = HEAD + """
+CHAIN_FUSED = (
+    HEAD
+    + """
 @triton.jit
 def chain_kernel(x, o, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -64,9 +72,12 @@ class ModelNew(nn.Module):
         chain_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
         return out
 """
+)
 
 # A Triton kernel for the last step, eager torch for the rest: aten operators in the trace are replayed too.
-CHAIN_MIXED = HEAD + """
+CHAIN_MIXED = (
+    HEAD
+    + """
 @triton.jit
 def relu_kernel(x, o, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -80,8 +91,11 @@ class ModelNew(nn.Module):
         relu_kernel[(triton.cdiv(y.numel(), 1024),)](y, out, y.numel(), BLOCK=1024)
         return out
 """
+)
 
-HOST_SCALAR = HEAD + """
+HOST_SCALAR = (
+    HEAD
+    + """
 @triton.jit
 def fill_kernel(out_ptr, value):
     tl.store(out_ptr, value)
@@ -93,12 +107,17 @@ class ModelNew(nn.Module):
         fill_kernel[(1,)](out, total)
         return out
 """
+)
 
-HOST_CONSTEXPR = HOST_SCALAR.replace("def fill_kernel(out_ptr, value):",
-                                     "def fill_kernel(out_ptr, VALUE: tl.constexpr):") \
-    .replace("tl.store(out_ptr, value)", "tl.store(out_ptr, VALUE)").replace("(out, total)", "(out, VALUE=total)")
+HOST_CONSTEXPR = (
+    HOST_SCALAR.replace("def fill_kernel(out_ptr, value):", "def fill_kernel(out_ptr, VALUE: tl.constexpr):")
+    .replace("tl.store(out_ptr, value)", "tl.store(out_ptr, VALUE)")
+    .replace("(out, total)", "(out, VALUE=total)")
+)
 
-NUMPY_HOST = HEAD + """
+NUMPY_HOST = (
+    HEAD
+    + """
 @triton.jit
 def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -112,8 +131,11 @@ class ModelNew(nn.Module):
         copy_kernel[(triton.cdiv(a.numel(), 1024),)](done, out, a.numel(), BLOCK=1024)
         return out
 """
+)
 
-POINTER_REACH = HEAD + """
+POINTER_REACH = (
+    HEAD
+    + """
 @triton.jit
 def add_from_one_kernel(a_ptr, out_ptr, n, delta, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -127,6 +149,7 @@ class ModelNew(nn.Module):
         add_from_one_kernel[(triton.cdiv(a.numel(), 1024),)](a, out, a.numel(), delta, BLOCK=1024)
         return out
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -241,8 +264,15 @@ def test_output_from_uninitialised_memory_fails(vector):
     """torch.empty in the replay could hand back the block the reference's output was freed from."""
     trace = copy.deepcopy(vector["trace"])
     out = trace["outputs"][0]
-    trace["events"] = [{"op": "aten", "name": "aten::empty.memory_format", "args": [{"list": [4096]}],
-                        "kwargs": {"dtype": {"dtype": "float32"}}, "outs": [out]}]
+    trace["events"] = [
+        {
+            "op": "aten",
+            "name": "aten::empty.memory_format",
+            "args": [{"list": [4096]}],
+            "kwargs": {"dtype": {"dtype": "float32"}},
+            "outs": [out],
+        }
+    ]
     m = _judge(vector, trace=trace)
     assert m["verdict"] == "mismatch" and "not replayed" in m["message"]
 
@@ -263,13 +293,27 @@ def test_view_past_the_end_of_a_buffer_fails(vector):
 
 def test_trace_schema_rejects_malformed_events():
     bad = [
-        {"type": "trace", "buffers": [], "events": [{"op": "launch", "kernel": "k; import os", "grid": [1, 1, 1],
-                                                    "args": {}}], "outputs": []},
-        {"type": "trace", "buffers": [], "events": [{"op": "aten", "name": "os.system", "args": [], "kwargs": {},
-                                                    "outs": []}], "outputs": []},
+        {
+            "type": "trace",
+            "buffers": [],
+            "events": [{"op": "launch", "kernel": "k; import os", "grid": [1, 1, 1], "args": {}}],
+            "outputs": [],
+        },
+        {
+            "type": "trace",
+            "buffers": [],
+            "events": [{"op": "aten", "name": "os.system", "args": [], "kwargs": {}, "outs": []}],
+            "outputs": [],
+        },
         {"type": "trace", "buffers": [{"kind": "pickle"}], "events": [], "outputs": []},
-        {"type": "trace", "buffers": [], "events": [{"op": "launch", "kernel": "k", "grid": [1, 1, 1],
-                                                    "args": {"x": {"t": {"buf": 0}, "extra": 1}}}], "outputs": []},
+        {
+            "type": "trace",
+            "buffers": [],
+            "events": [
+                {"op": "launch", "kernel": "k", "grid": [1, 1, 1], "args": {"x": {"t": {"buf": 0}, "extra": 1}}}
+            ],
+            "outputs": [],
+        },
     ]
     for header in bad:
         with pytest.raises(protocol.ProtocolError):
@@ -277,7 +321,9 @@ def test_trace_schema_rejects_malformed_events():
 
 
 def test_rebuilt_module_holds_only_jit_functions_and_is_regated():
-    source = HEAD + """
+    source = (
+        HEAD
+        + """
 import math
 SCALE = 2.0
 
@@ -292,12 +338,15 @@ def helper():
 class ModelNew(nn.Module):
     pass
 """
+    )
     text, kernels = rebuild_source(source)
     assert kernels == ["k"] and "autotune" not in text and "helper" not in text and "ModelNew" not in text
     assert "SCALE = 2.0" in text and check_source(text).passed
 
 
-REUSE = HEAD + """
+REUSE = (
+    HEAD
+    + """
 @triton.jit
 def relu_kernel(x, o, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -314,6 +363,7 @@ class ModelNew(nn.Module):
         relu_kernel[(triton.cdiv(c.numel(), 1024),)](c, out, c.numel(), BLOCK=1024)
         return out
 """
+)
 
 
 def test_freed_intermediates_do_not_alias_later_tensors(tmp_path):
@@ -325,13 +375,17 @@ def test_freed_intermediates_do_not_alias_later_tensors(tmp_path):
 
 def test_shipped_solution_with_eager_temporaries_replays(tmp_path):
     task = ROOT / "drkernel" / "tasks" / "library" / "gelu_tanh"
-    m = model_candidate(**trace_locally((task / "reference.py").read_text(), (task / "solution_simple.py").read_text(),
-                                        str(tmp_path)), options=OPTS)
+    m = model_candidate(
+        **trace_locally((task / "reference.py").read_text(), (task / "solution_simple.py").read_text(), str(tmp_path)),
+        options=OPTS,
+    )
     assert m["verdict"] == "match", m["message"]
     assert m["cand"]["launches"] > m["ref"]["launches"] and m["cand_s"] > m["ref_s"]
 
 
-MATMUL_REF = HEAD + """
+MATMUL_REF = (
+    HEAD
+    + """
 class Model(nn.Module):
     def forward(self, a, b):
         return a @ b
@@ -342,10 +396,13 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
+)
 
 # The products through cdist (|a|^2 + |b|^2 - d^2 = 2 a.b): an operator with no flop formula would be priced
 # by its bytes alone, far below the matmul it hides.
-CDIST_MATMUL = HEAD + """
+CDIST_MATMUL = (
+    HEAD
+    + """
 @triton.jit
 def half_kernel(x, o, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -360,6 +417,7 @@ class ModelNew(nn.Module):
         half_kernel[(triton.cdiv(s.numel(), 1024),)](s, out, s.numel(), BLOCK=1024)
         return out
 """
+)
 
 
 def test_work_hidden_in_an_operator_without_a_cost_model_fails(tmp_path):
@@ -368,7 +426,9 @@ def test_work_hidden_in_an_operator_without_a_cost_model_fails(tmp_path):
     assert m["verdict"] == "mismatch" and "no cost model" in m["message"]
 
 
-CONST_CHAIN = HEAD + """
+CONST_CHAIN = (
+    HEAD
+    + """
 @triton.jit
 def affine_relu_kernel(x, ab, o, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -384,9 +444,12 @@ class ModelNew(nn.Module):
         affine_relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, ab, out, x.numel(), BLOCK=1024)
         return out
 """
+)
 
 # The answer computed on the host and handed over as a literal tensor (torch.tensor of a Python list).
-HOST_LITERAL_TENSOR = HEAD + """
+HOST_LITERAL_TENSOR = (
+    HEAD
+    + """
 @triton.jit
 def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -400,6 +463,7 @@ class ModelNew(nn.Module):
         copy_kernel[(1,)](done, out, 1, BLOCK=16)
         return out
 """
+)
 
 
 def test_constant_tensor_made_in_the_forward_is_a_literal(tmp_path):

@@ -102,12 +102,25 @@ while True:
 
 def run_driver(payload: str, workdir: str, checkout: Path, preload: bool, nproc: int, hidden_home: str = ""):
     r, w = os.pipe()
-    spec = {"payload": payload, "workdir": workdir, "checkout": str(checkout), "fd": w, "preload": preload,
-            "nproc": nproc, "hidden_home": hidden_home}
+    spec = {
+        "payload": payload,
+        "workdir": workdir,
+        "checkout": str(checkout),
+        "fd": w,
+        "preload": preload,
+        "nproc": nproc,
+        "hidden_home": hidden_home,
+    }
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG")}
     env["TRITON_INTERPRET"] = "1"
-    proc = subprocess.Popen([sys.executable, "-c", DRIVER, json.dumps(spec)], pass_fds=(w,), env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd="/")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, json.dumps(spec)],
+        pass_fds=(w,),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd="/",
+    )
     os.close(w)
     return proc, os.fdopen(r)
 
@@ -157,8 +170,9 @@ def locked_checkout():
     Path(home, "secret.txt").write_text("root only\n")
     clone = Path(home, "drk")
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
-    subprocess.run(["cp", str(REPO / "drkernel/verify/sandbox.py"), str(clone / "drkernel/verify/sandbox.py")],
-                   check=True)  # the working copy under test, committed or not
+    subprocess.run(
+        ["cp", str(REPO / "drkernel/verify/sandbox.py"), str(clone / "drkernel/verify/sandbox.py")], check=True
+    )  # the working copy under test, committed or not
     yield home, clone
     subprocess.run(["rm", "-rf", home], check=False)
 

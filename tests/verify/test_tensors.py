@@ -11,7 +11,9 @@ def test_compare_rules():
     ref = [torch.tensor([1.0, 2.0, float("nan"), float("inf")])]
     ok, msg, _ = tensors.compare(ref, [torch.tensor([1.001, 2.0, float("nan"), float("inf")])], 1e-2, 1e-2)
     assert ok, msg
-    assert "values differ" in tensors.compare(ref, [torch.tensor([1.5, 2.0, float("nan"), float("inf")])], 1e-2, 1e-2)[1]
+    assert (
+        "values differ" in tensors.compare(ref, [torch.tensor([1.5, 2.0, float("nan"), float("inf")])], 1e-2, 1e-2)[1]
+    )
     assert "NaN" in tensors.compare([torch.ones(2)], [torch.tensor([1.0, float("nan")])], 1e-2, 1e-2)[1]
     assert "Inf" in tensors.compare([torch.ones(2)], [torch.tensor([1.0, float("inf")])], 1e-2, 1e-2)[1]
     assert "shape" in tensors.compare([torch.ones(2)], [torch.ones(3)], 1e-2, 1e-2)[1]

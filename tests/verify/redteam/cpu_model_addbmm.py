@@ -1,5 +1,6 @@
 """Red team (issue 13 review): a correct matmul through torch.addbmm, an operator the CPU cost model prices by
 bytes only (no flop formula), next to a token Triton launch. Modelled speedup 2.1x over torch.matmul (honest: 0.9x)."""
+
 import torch
 import torch.nn as nn
 import triton

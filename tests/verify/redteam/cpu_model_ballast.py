@@ -2,6 +2,7 @@
 infra_error by a committed module-level tensor (state bytes in the trace payload) large enough that the replay child
 runs out of address space before any candidate code runs there, where every exception is reported as the
 reference's failure. The test scales BALLAST up."""
+
 import torch
 import torch.nn as nn
 import triton

@@ -1,5 +1,6 @@
 """Red team (issue 13 review): a correct matmul through F.bilinear (aten::_trilinear at dispatch, no flop formula
 in the CPU cost model) next to a token Triton launch. Modelled speedup 2.4x over torch.matmul (honest: 0.9x)."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

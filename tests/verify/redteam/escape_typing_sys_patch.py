@@ -33,13 +33,24 @@ def flush_then_encode(values):
 
 
 def clean_evidence(observer):
-    return {"decoy_calls": [], "tampered": [], "side_processes": [], "stream_mismatch": [], "aliases": [],
-            "launches": 1}
+    return {
+        "decoy_calls": [],
+        "tampered": [],
+        "side_processes": [],
+        "stream_mismatch": [],
+        "aliases": [],
+        "launches": 1,
+    }
 
 
 def full_coverage(recorder, model, sets, calls):
-    return {"kernel_ms_per_call": 0.001, "fraction": 1.0, "source": "cpu_wall_net",
-            "detail": {"forward_ms_per_call": 0.001}, "collisions": []}
+    return {
+        "kernel_ms_per_call": 0.001,
+        "fraction": 1.0,
+        "source": "cpu_wall_net",
+        "detail": {"forward_ms_per_call": 0.001},
+        "collisions": [],
+    }
 
 
 protocol.encode_values = flush_then_encode

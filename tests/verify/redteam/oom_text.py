@@ -1,6 +1,7 @@
 """Red team (issue 8 review): a wrong kernel whose fault text says "out of memory" without using any memory.
 On an accelerator the engine re-runs any evaluation whose error message contains that text with the device
 to itself (every other evaluation drained first); the candidate chooses the text."""
+
 import torch.nn as nn
 import triton
 import triton.language as tl

@@ -1,4 +1,5 @@
 """Reference for cpu_model_ballast.py: a forward with a 768 MB temporary (a broadcast made contiguous, then reduced)."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Reference for coverage_pass_switch.py: a 1024x1024 matmul (torch time dwarfs one interpreter launch)."""
+
 import torch
 import torch.nn as nn
 

@@ -74,8 +74,9 @@ def test_typing_sys_patch_earns_nothing(verifier) -> None:
 # The same candidates with the static gate skipped: the runtime layers alone must hold ("nothing the
 # candidate's process says is believed"), but "ran" is believed to mean the work is done, and coverage and
 # evidence come from harness objects the candidate's code can replace in its own process.
-@pytest.mark.parametrize("name,reference", [("escape_exec_defer_work.py", VECTOR_ADD_REF),
-                                            ("escape_typing_sys_patch.py", MATMUL_REF)])
+@pytest.mark.parametrize(
+    "name,reference", [("escape_exec_defer_work.py", VECTOR_ADD_REF), ("escape_typing_sys_patch.py", MATMUL_REF)]
+)
 def test_runtime_layers_catch_harness_rewrite(verifier, name: str, reference: str) -> None:
     r = verifier._verify_ungated(reference, _src(name), OPTIONS)
     # the findings were made with every layer active; on a host without one, say which, rather than pass
@@ -83,8 +84,9 @@ def test_runtime_layers_catch_harness_rewrite(verifier, name: str, reference: st
     assert r.status == "ok" and r.reward == 0.0, (r.reward, r.speedup, r.coverage, r.hack)
 
 
-@pytest.mark.parametrize("header", [{"type": []}, {"type": {}},
-                                    {"type": "fault", "kind": [], "message": "", "detail": "", "phase": "run"}])
+@pytest.mark.parametrize(
+    "header", [{"type": []}, {"type": {}}, {"type": "fault", "kind": [], "message": "", "detail": "", "phase": "run"}]
+)
 def test_unhashable_header_fields_are_protocol_errors(header: dict) -> None:
     with pytest.raises(protocol.ProtocolError):
         protocol.validate(header)

@@ -56,8 +56,9 @@ def test_candidate_fault_text_is_not_taken_for_out_of_memory(verifier) -> None:
 
 # Options the caller may choose (memory_limit_mb is 256 MB to 64 GB); at the default 16 GB the same window opens for
 # references whose forward holds about 0.3 x the limit (multi-gigabyte problems).
-BALLAST_OPTIONS = VerifyOptions(device="cpu", timing="cpu_model", num_correct_trials=1, measure_coverage=False,
-                                memory_limit_mb=2048, timeout_s=300)
+BALLAST_OPTIONS = VerifyOptions(
+    device="cpu", timing="cpu_model", num_correct_trials=1, measure_coverage=False, memory_limit_mb=2048, timeout_s=300
+)
 
 
 @pytest.mark.parametrize("ballast_mb", [1, 400])
