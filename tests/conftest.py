@@ -51,7 +51,10 @@ def ray_cluster() -> dict:
         log_to_driver=False,
         _metrics_export_port=metrics_port,
         _system_config={"metrics_report_interval_ms": 1000},
-        runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}},
+        # the checkout first, then any site the caller carries (the GPU machine has no Ray of its own)
+        runtime_env={
+            "env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+        },
     )
     ray.data.DataContext.get_current().enable_progress_bars = False
     serve.start(http_options={"host": "127.0.0.1", "port": http_port})

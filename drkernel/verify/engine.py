@@ -141,6 +141,12 @@ class Verifier:
                 f"it was started with {PACKAGE_ROOT} on PYTHONPATH. Check that torch and triton import in a fresh "
                 "`python -c 'import drkernel.verify.preload'` with that PYTHONPATH."
             )
+        if bool(info.get("triton_interpret")) != interpret:
+            raise PreloadFailed(
+                f"the verifier's {'interpreter' if interpret else 'compiler'}-mode fork-server imported Triton with "
+                f"TRITON_INTERPRET={'1' if info.get('triton_interpret') else 'unset'}: its kernels would run in the "
+                "wrong mode"
+            )
         return {str(k): bool(v) for k, v in info.get("devices", {}).items()}
 
     def __enter__(self) -> Verifier:

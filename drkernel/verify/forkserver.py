@@ -40,27 +40,38 @@ def server(interpret: bool) -> forkserver.ForkServer:
     """The fork-server for one Triton mode (created here, started by its first child)."""
     with _SERVERS_LOCK:
         if interpret not in _SERVERS:
-            srv = _Server()
+            srv = _Server(interpret)
             srv.set_forkserver_preload((["drkernel.verify.interpreter_env"] if interpret else []) + PRELOAD)
             _SERVERS[interpret] = srv
         return _SERVERS[interpret]
 
 
 class _Server(forkserver.ForkServer):
-    """A fork-server whose interpreter finds this package whatever the caller's cwd and sys.path."""
+    """A fork-server whose interpreter finds this package whatever the caller's cwd and sys.path, in its own
+    Triton mode whatever the caller's environment: a TRITON_INTERPRET=1 left in the caller's shell (or set by
+    a CPU evaluation's import in the same process) would otherwise run GPU candidates in the interpreter."""
+
+    def __init__(self, interpret: bool) -> None:
+        super().__init__()
+        self.interpret = interpret
 
     def ensure_running(self) -> None:
         with _ENV_LOCK:
-            old = os.environ.get("PYTHONPATH")
-            parts = [PACKAGE_ROOT] + [p for p in (old or "").split(os.pathsep) if p and p != PACKAGE_ROOT]
-            os.environ["PYTHONPATH"] = os.pathsep.join(parts)
+            saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "TRITON_INTERPRET")}
+            parts = [PACKAGE_ROOT] + [p for p in (saved["PYTHONPATH"] or "").split(os.pathsep) if p != PACKAGE_ROOT]
+            os.environ["PYTHONPATH"] = os.pathsep.join(p for p in parts if p)
+            if self.interpret:
+                os.environ["TRITON_INTERPRET"] = "1"
+            else:
+                os.environ.pop("TRITON_INTERPRET", None)
             try:
                 super().ensure_running()
             finally:
-                if old is None:
-                    os.environ.pop("PYTHONPATH", None)
-                else:
-                    os.environ["PYTHONPATH"] = old
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
 
 
 _ENV_LOCK = threading.Lock()

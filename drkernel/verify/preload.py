@@ -3,6 +3,9 @@ harness already loaded (a fork costs about 20 ms; a fresh interpreter importing 
 
 import os
 
+# Triton fixed its mode (interpreter or compiler) when it was imported just below: record which one.
+TRITON_INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
+
 import torch
 import torch._dynamo  # rebinds torch.manual_seed on import: before any harness snapshot
 import torch.multiprocessing  # registers the CUDA IPC reductions on the pickler
@@ -34,6 +37,7 @@ def probe(conn) -> None:  # type: ignore[no-untyped-def]
                 "devices": devices.probe_availability(),
                 "memory": devices.accelerator_memory(),
                 "preloaded": preloaded(),
+                "triton_interpret": TRITON_INTERPRET,
                 "server_pid": IMPORTED_IN,
             }
         ).encode()

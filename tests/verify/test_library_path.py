@@ -1,5 +1,5 @@
 """Issue 8, seen #11: the library path from a script started outside the repository, with the package
-reachable only through `sys.path.insert` in that script (no install, no PYTHONPATH).
+reachable only through `sys.path.insert` in that script (no install, the checkout not on PYTHONPATH).
 
 Python's fork-server ignores the caller's sys.path and swallows a failed preload; children then imported
 torch after the harness snapshot and honest kernels read as harness tampering. The editable install of
@@ -56,8 +56,9 @@ def run_outside_repo(tmp_path: Path, device: str) -> dict:
             repo=str(REPO), device=device, ref=str(EXAMPLES / "reference.py"), cand=str(EXAMPLES / "candidate.py")
         )
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PYTHONPATH"] = str(site)
+    # Only the checkout leaves the path: a site of carried packages (the GPU machine's Ray, ...) stays.
+    kept = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != REPO]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *kept])}
     proc = subprocess.run(
         [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
     )
