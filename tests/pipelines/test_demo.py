@@ -8,7 +8,7 @@ import json
 import pytest
 
 from pipelines.cli import UsageError
-from pipelines.demo import CPU_NOTE, demo_config, sft_cache_dir, write_summary
+from pipelines.demo import MODEL_NOTE, WALL_NOTE, cpu_note, demo_config, sft_cache_dir, write_summary
 
 
 def _args(tmp_path, **kw) -> argparse.Namespace:
@@ -31,6 +31,9 @@ def test_demo_config_caches_sft_by_its_shaping_settings(tmp_path):
     assert wider.sft.output_dir != cfg.sft.output_dir  # another model shape is another cached checkpoint
     same = demo_config(_args(tmp_path, overrides=["rollout.max_turns=1"]))
     assert same.sft.output_dir == cfg.sft.output_dir  # RL settings do not invalidate the warm start
+    assert cfg.verifier.options.timing == "cpu_model" and cpu_note(cfg) == MODEL_NOTE.format(profile="h200")
+    walled = demo_config(_args(tmp_path, overrides=["verifier.options.timing=measured"]))
+    assert cpu_note(walled) == WALL_NOTE  # the summary names the timing the run really used
     with pytest.raises(UsageError, match="--steps"):
         demo_config(_args(tmp_path, steps=0))
     with pytest.raises(UsageError, match="queue.bogus"):
@@ -67,9 +70,9 @@ def test_summary_and_plots_from_the_run_metrics(tmp_path):
         "wall_s": 60.0,
         "trained_group_ids": ["a", "b"],
     }
-    result = write_summary(summary, out)
+    result = write_summary(summary, out, "the note")
     saved = json.loads((out / "summary.json").read_text())
-    assert saved == result and saved["note"] == CPU_NOTE and "trained_group_ids" not in saved
+    assert saved == result and saved["note"] == "the note" and "trained_group_ids" not in saved
     assert sorted(saved["plots"]) == ["correctness.png", "reward.png", "staleness.png", "throughput.png"]
     for name in saved["plots"]:
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
