@@ -7,6 +7,7 @@ first one while it is up. Settings errors are checked before Ray starts, so thos
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -40,6 +41,21 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def _sigint_deliverable() -> Iterator[None]:
+    """Servers started here must see SIGINT. A test run launched in the background by a non-interactive shell
+    ignores SIGINT, an ignored signal survives exec, and Python then installs no KeyboardInterrupt handler:
+    `serve run` would sit through the test's SIGINT. A handled signal is reset to the default across exec."""
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _env() -> dict[str, str]:
@@ -123,28 +139,29 @@ def _one_line(r: subprocess.CompletedProcess, needle: str) -> None:
 @pytest.mark.integration
 def test_drkernel_serve_verifier_subprocess():
     port = _free_port()
-    proc = subprocess.Popen(
-        [
-            *DRKERNEL,
-            "serve",
-            "verifier",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--device",
-            "cpu",
-            "--num-cpus",
-            "2",
-            "--set",
-            "cpus_per_replica=0.5",
-        ],
-        cwd=REPO,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    with _sigint_deliverable():
+        proc = subprocess.Popen(
+            [
+                *DRKERNEL,
+                "serve",
+                "verifier",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--device",
+                "cpu",
+                "--num-cpus",
+                "2",
+                "--set",
+                "cpus_per_replica=0.5",
+            ],
+            cwd=REPO,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
 
     def second_start(out: str) -> None:
         """A second server is refused in one line and leaves the first one's app alone."""
@@ -183,14 +200,15 @@ def test_serve_run_with_the_config_file(tmp_path):
     path = tmp_path / "serve_verifier.yaml"
     path.write_text(yaml.safe_dump(config))
     serve_cli = Path(sys.executable).parent / "serve"
-    proc = subprocess.Popen(
-        [str(serve_cli), "run", "--address", "local", str(path)],
-        cwd=REPO,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    with _sigint_deliverable():
+        proc = subprocess.Popen(
+            [str(serve_cli), "run", "--address", "local", str(path)],
+            cwd=REPO,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
     _exercise_and_stop(proc, f"http://127.0.0.1:{port}")
 
 
