@@ -76,8 +76,11 @@ def prompt_file(cfg: TrainConfig) -> str:
         return cfg.rl_data.prompt_file
     from drkernel.tasks.prompt_pool import build_prompt_pool
 
-    out = Path(cfg.trainer.output_dir) / f"prompts-{cfg.rl_data.prompt_style}.parquet"
-    return str(out) if out.is_file() else str(build_prompt_pool(out, cfg.data.tasks_dir, cfg.rl_data.prompt_style))
+    cats = cfg.data.categories
+    out = Path(cfg.trainer.output_dir) / f"prompts-{'-'.join([cfg.rl_data.prompt_style, *(cats or [])])}.parquet"
+    if not out.is_file():
+        build_prompt_pool(out, cfg.data.tasks_dir, cfg.rl_data.prompt_style, categories=cats)
+    return str(out)
 
 
 def group_sample(group: FinishedGroup, limit_chars: int = 2000) -> dict[str, Any]:

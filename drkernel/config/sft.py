@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 
 from drkernel.config.base import StrictModel
 from drkernel.config.verifier import DeviceName
+from drkernel.tasks.loader import Category
 
 
 class TinyModelConfig(StrictModel):
@@ -47,9 +48,18 @@ class DataConfig(StrictModel):
     """Where SFT examples come from."""
 
     tasks_dir: str | None = Field(None, description="task library folder; null = the shipped tasks")
+    categories: list[Category] | None = Field(
+        None, min_length=1, description="task categories SFT and the RL prompt pool use; null = all of them"
+    )
     sft_file: str | None = Field(None, description="prompt/response parquet instead of the task library")
     prompt_style: str = Field("compact", description="first-turn prompt style of drkernel.data.prompts")
     max_length: int = Field(2048, ge=16, description="prompt+response tokens; longer examples are dropped")
+
+    @model_validator(mode="after")
+    def _categories_need_tasks(self) -> DataConfig:
+        if self.categories is not None and self.sft_file is not None:
+            raise ValueError("categories select tasks of the task library; an sft_file has no categories")
+        return self
 
 
 class SFTEvalConfig(StrictModel):

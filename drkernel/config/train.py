@@ -156,4 +156,6 @@ class TrainConfig(DemoConfig):
             raise ValueError("rollout.max_new_tokens must be smaller than rollout.max_context_tokens")
         if self.policy.app_name == self.verifier.app_name:
             raise ValueError("policy.app_name and verifier.app_name must differ")
+        if self.data.categories is not None and self.rl_data.prompt_file is not None:
+            raise ValueError("data.categories picks the task library's prompts; rl_data.prompt_file is its own pool")
         return self

@@ -59,7 +59,7 @@ def _device_and_tasks(cfg: DemoConfig) -> tuple[torch.device, list[Task]]:
         device = torch_device(cfg.sft.device)
     except ValueError as e:
         raise SFTInputError(str(e)) from None
-    return device, load_tasks(Path(cfg.data.tasks_dir) if cfg.data.tasks_dir else None)
+    return device, load_tasks(Path(cfg.data.tasks_dir) if cfg.data.tasks_dir else None, cfg.data.categories)
 
 
 def evaluate_checkpoint(cfg: DemoConfig, checkpoint: str | Path, log: Callable[[str], None] = _log.info) -> dict:

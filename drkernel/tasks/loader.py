@@ -92,10 +92,17 @@ def load_task(folder: Path) -> Task:
     return Task(**meta.model_dump(), reference=reference, solutions=solutions, path=folder)
 
 
-def load_tasks(root: Path | None = None) -> list[Task]:
-    """All tasks under `root` (default: the shipped library), sorted by name."""
+def load_tasks(root: Path | None = None, categories: list[Category] | None = None) -> list[Task]:
+    """The tasks under `root` (default: the shipped library) of `categories` (default: all), sorted by name."""
     root = Path(root) if root is not None else library_path()
     if not root.is_dir():
         raise TaskError(f"task library {root} is not a folder")
     folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
-    return [load_task(folder) for folder in folders]
+    tasks = [load_task(folder) for folder in folders]
+    if categories is None:
+        return tasks
+    chosen = [t for t in tasks if t.category in categories]
+    if not chosen:
+        have = sorted({t.category for t in tasks})
+        raise TaskError(f"task library {root} has no task of categories {categories} (it has {have})")
+    return chosen

@@ -15,14 +15,22 @@ from drkernel.tasks.loader import library_path
 
 
 def build_prompt_pool(
-    out: str | Path, tasks_dir: str | Path | None = None, style: str = "compact", data_source: str = "drkernel_tasks"
+    out: str | Path,
+    tasks_dir: str | Path | None = None,
+    style: str = "compact",
+    data_source: str = "drkernel_tasks",
+    categories: list[str] | None = None,
 ) -> Path:
-    """Write the pool of `tasks_dir` (default: the shipped library) to `out`; a broken task is an error."""
+    """Write the pool of `tasks_dir` (default: the shipped library) to `out`, only the tasks of `categories`
+    when given (their task.yaml says); a broken task is an error."""
     refs, errors = discover(tasks_dir or library_path())
     if errors:
         raise ValueError(f"task folder {tasks_dir or library_path()}: {errors[0]}")
+    if categories is not None:
+        refs = [r for r in refs if r.meta is not None and r.meta.category in categories]
     if not refs:
-        raise ValueError(f"task folder {tasks_dir or library_path()} holds no tasks")
+        which = f" of categories {categories}" if categories is not None else ""
+        raise ValueError(f"task folder {tasks_dir or library_path()} holds no tasks{which}")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_rows([build_row(ref, data_source, style) for ref in refs], out)  # type: ignore[arg-type]

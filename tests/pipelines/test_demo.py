@@ -24,7 +24,8 @@ def _args(tmp_path, **kw) -> argparse.Namespace:
 
 def test_demo_config_caches_sft_by_its_shaping_settings(tmp_path):
     cfg = demo_config(_args(tmp_path, steps=3))
-    assert cfg.trainer.total_steps == 3 and cfg.sft.max_steps == 120 and not cfg.sft.eval.enabled
+    assert cfg.trainer.total_steps == 3 and cfg.sft.max_steps == 400 and not cfg.sft.eval.enabled
+    assert cfg.data.categories == ["elementwise"]  # SFT and the RL prompt pool: the tasks a short warm start learns
     assert cfg.trainer.output_dir == str(tmp_path / "demo" / "train")
     assert cfg.sft.output_dir == str(sft_cache_dir(cfg, tmp_path / "cache"))
     wider = demo_config(_args(tmp_path, overrides=["model.hidden_size=128"]))
@@ -38,6 +39,12 @@ def test_demo_config_caches_sft_by_its_shaping_settings(tmp_path):
         demo_config(_args(tmp_path, steps=0))
     with pytest.raises(UsageError, match="queue.bogus"):
         demo_config(_args(tmp_path, overrides=["queue.bogus=1"]))
+    with pytest.raises(UsageError, match="data.categories.0"):
+        demo_config(_args(tmp_path, overrides=["data.categories=[elementwize]"]))
+    with pytest.raises(UsageError, match="rl_data.prompt_file is its own pool"):
+        demo_config(_args(tmp_path, overrides=["rl_data.prompt_file=p.parquet"]))
+    with pytest.raises(UsageError, match="an sft_file has no categories"):
+        demo_config(_args(tmp_path, overrides=["data.sft_file=s.parquet"]))
 
 
 def test_summary_and_plots_from_the_run_metrics(tmp_path):

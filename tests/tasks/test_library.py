@@ -204,3 +204,21 @@ def test_missing_library_is_a_clear_error(tmp_path: Path):
 def test_load_task_single_folder():
     task = load_task(library_path() / "row_sum")
     assert task.category == "reduction" and task.ops == ["torch.sum"]
+
+
+def test_categories_select_tasks_for_sft_and_the_prompt_pool(tmp_path: Path):
+    from drkernel.data.reader import read_rows
+    from drkernel.tasks.prompt_pool import build_prompt_pool
+
+    chosen = load_tasks(categories=["elementwise", "norm"])
+    want = sorted(t.name for t in TASKS if t.category in ("elementwise", "norm"))
+    assert sorted(t.name for t in chosen) == want and {t.category for t in chosen} == {"elementwise", "norm"}
+    rows, errors = read_rows(build_prompt_pool(tmp_path / "pool.parquet", categories=["norm"]))
+    norms = sorted(t.name for t in TASKS if t.category == "norm")
+    assert not errors and sorted(r.extra_info.name for r in rows) == norms
+    only_add = tmp_path / "lib"
+    shutil.copytree(library_path() / "add", only_add / "add")
+    with pytest.raises(TaskError, match=r"no task of categories \['norm'\].*elementwise"):
+        load_tasks(only_add, ["norm"])
+    with pytest.raises(ValueError, match="holds no tasks of categories"):
+        build_prompt_pool(tmp_path / "none.parquet", only_add, categories=["norm"])
