@@ -2,9 +2,10 @@
 
 Every load, store and atomic the interpreter performs goes through one `InterpreterBuilder` method with
 the element addresses (a numpy array) and the mask; `tl.dot` goes through `create_dot` with the operand
-blocks. Wrapping those methods (for the duration of a `TritonCounter` only) counts each launch: unique
-bytes read and written (each address once per launch), bytes re-read across programs (an address another
-program of the launch loaded: L2) and within one program (L1 / shared memory), matmul flops by precision
+blocks (`tl.dot_scaled` through `create_dot_scaled`). Wrapping those methods (for the duration of a
+`TritonCounter` only) counts each launch: unique bytes read and written (each byte once per launch, whatever
+the width of the accesses that touched it), bytes re-read across programs (bytes another program of the
+launch loaded: L2) and within one program (L1 / shared memory), matmul flops by precision
 ("tf32", "bf16", "fp32"), and other floating-point
 arithmetic ("vector": adds, multiplies, fma, transcendentals; reductions are not counted).
 
@@ -73,10 +74,9 @@ class _Launch:
         self.name = name
         self.program: list[np.ndarray] = []  # this program's load addresses, one array per access
         self.program_sizes: list[int] = []
-        self.loads: list[np.ndarray] = []  # per finished program: its distinct load addresses
-        self.load_sizes: list[np.ndarray] = []
+        self.loads: list[tuple[np.ndarray, np.ndarray]] = []  # per finished program: its loaded byte ranges
         self.loaded = 0  # all bytes loaded
-        self.program_unique = 0  # sum over programs of the bytes each loaded at distinct addresses
+        self.program_unique = 0  # sum over programs of the distinct bytes each loaded
         self.stores: list[np.ndarray] = []
         self.store_sizes: list[int] = []
         self.flops: dict[str, float] = {}
@@ -84,22 +84,23 @@ class _Launch:
     def end_program(self) -> None:
         if not self.program:
             return
-        flat = np.concatenate(self.program)
-        size = np.concatenate([np.full(a.size, s, dtype=np.int64) for a, s in zip(self.program, self.program_sizes)])
-        addrs, first = np.unique(flat, return_index=True)
-        self.loaded += int(size.sum())
-        self.program_unique += int(size[first].sum())
-        self.loads.append(addrs)
-        self.load_sizes.append(size[first])
+        starts, ends = _ranges(self.program, self.program_sizes)
+        self.loaded += int((ends - starts).sum())
+        starts, ends = _union(starts, ends)
+        self.program_unique += int((ends - starts).sum())
+        self.loads.append((starts, ends))
         self.program, self.program_sizes = [], []
 
     def count(self) -> LaunchCount:
         self.end_program()
         read = 0
         if self.loads:
-            _, first = np.unique(np.concatenate(self.loads), return_index=True)
-            read = int(np.concatenate(self.load_sizes)[first].sum())
-        written, _ = _unique_bytes(self.stores, self.store_sizes)
+            starts, ends = _union(*(np.concatenate(part) for part in zip(*self.loads)))
+            read = int((ends - starts).sum())
+        written = 0
+        if self.stores:
+            starts, ends = _union(*_ranges(self.stores, self.store_sizes))
+            written = int((ends - starts).sum())
         return LaunchCount(
             self.name,
             "triton",
@@ -111,14 +112,25 @@ class _Launch:
         )
 
 
-def _unique_bytes(addrs: list[np.ndarray], sizes: list[int]) -> tuple[int, int]:
-    """(bytes at distinct addresses, all bytes accessed); an address keeps the size it was first seen with."""
-    if not addrs:
-        return 0, 0
-    flat = np.concatenate(addrs)
-    size = np.concatenate([np.full(a.size, s, dtype=np.int64) for a, s in zip(addrs, sizes)])
-    _, first = np.unique(flat, return_index=True)
-    return int(size[first].sum()), int(size.sum())
+def _ranges(addrs: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """[start, end) byte ranges of accesses: each element access covers `size` bytes from its address."""
+    starts = np.concatenate(addrs).astype(np.uint64)
+    ends = starts + np.concatenate([np.full(a.size, s, dtype=np.uint64) for a, s in zip(addrs, sizes)])
+    return starts, ends
+
+
+def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The disjoint byte ranges covering the given ones. Bytes, not addresses, are what a kernel moves: a one-byte
+    access at an address does not make a later four-byte access there cost one byte (red-team finding)."""
+    if not starts.size:
+        return starts, ends
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], np.maximum.accumulate(ends[order])
+    new = np.ones(s.size, dtype=bool)
+    new[1:] = s[1:] > e[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, s.size - 1)
+    return s[first], e[last]
 
 
 class TritonCounter:
@@ -224,6 +236,20 @@ class TritonCounter:
 
             return f
 
+        def dot_scaled(original: Any) -> Any:
+            def f(builder: Any, lhs: Any, lhs_scale: Any, lhs_format: Any, rhs: Any, rhs_scale: Any, rhs_format: Any,
+                  *rest: Any) -> Any:  # fmt: skip
+                if counter._current is not None:
+                    sa, sb = np.shape(lhs.data), np.shape(rhs.data)
+                    batch = int(np.prod(sa[:-2])) if len(sa) > 2 else 1
+                    packed = any("E2M1" in str(fmt).upper() for fmt in (lhs_format, rhs_format))  # two fp4 per byte
+                    k = max(sa[-1], sb[-2]) * (2 if packed else 1)
+                    flops = 2.0 * batch * sa[-2] * k * sb[-1]  # priced at the bf16 rate (fp8/fp4 run faster)
+                    counter._current.flops["bf16"] = counter._current.flops.get("bf16", 0.0) + flops
+                return original(builder, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, *rest)
+
+            return f
+
         def unsupported(original: Any) -> Any:
             def f(*args: Any, **kwargs: Any) -> Any:
                 raise Unsupported("tensor descriptors are not counted by the CPU model")
@@ -248,6 +274,8 @@ class TritonCounter:
         self._patch(InterpreterBuilder, "create_atomic_rmw", atomic_rmw)
         self._patch(InterpreterBuilder, "create_atomic_cas", atomic_cas)
         self._patch(InterpreterBuilder, "create_dot", dot)
+        if hasattr(InterpreterBuilder, "create_dot_scaled"):
+            self._patch(InterpreterBuilder, "create_dot_scaled", dot_scaled)
         for name in (
             "create_descriptor_load",
             "create_descriptor_store",

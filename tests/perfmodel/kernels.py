@@ -59,3 +59,20 @@ def matmul_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.c
         y = tl.load(b + (k + rk)[:, None] * N + rn[None, :])
         acc += tl.dot(x, y)
     tl.store(c + rm[:, None] * N + rn[None, :], acc)
+
+
+@triton.jit
+def byte_first_copy_kernel(xb, ob, x, o, n, BLOCK: tl.constexpr):
+    """Touches each float's first byte (uint8 views) before the float itself: the red-team byte-size trick."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(ob + offs * 4, tl.load(xb + offs * 4, mask=m), mask=m)
+    tl.store(o + offs, tl.load(x + offs, mask=m), mask=m)
+
+
+@triton.jit
+def dot_scaled_kernel(a, b, c, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    x = tl.load(a + rm[:, None] * K + rk[None, :])
+    y = tl.load(b + rk[:, None] * N + rn[None, :])
+    tl.store(c + rm[:, None] * N + rn[None, :], tl.dot_scaled(x, None, "bf16", y, None, "bf16"))

@@ -132,3 +132,24 @@ def test_profiles_name_a_source_for_every_number():
     assert "measured" in H200.sources["dram_bytes_per_s"] and "measured" in H200.sources["bf16_flops"]
     with pytest.raises(ValueError):
         get_profile("h100")
+
+
+def test_bytes_are_counted_whatever_width_touched_them_first():
+    """Red-team finding: an address once counted at the size of its first access, so a one-byte touch before
+    each four-byte load and store made the launch look a quarter of its size."""
+    x, o = torch.randn(1000), torch.empty(1000)
+    with TritonCounter() as c:
+        k.byte_first_copy_kernel[(8,)](x.view(torch.uint8), o.view(torch.uint8), x, o, 1000, BLOCK=128)
+    got = _one(c)
+    torch.testing.assert_close(o, x)
+    assert (got.read_bytes, got.write_bytes, got.reread_bytes) == (4000, 4000, 0)
+    assert got.local_reread_bytes == 1000  # the one-byte loads re-read bytes of the same program: L1
+
+
+def test_dot_scaled_is_priced_like_a_dot():
+    """Red-team finding: tl.dot_scaled ran a real matmul in the interpreter that the counter did not see."""
+    a, b = torch.randn(16, 32).bfloat16(), torch.randn(32, 16).bfloat16()
+    c = torch.empty(16, 16)
+    with TritonCounter() as cnt:
+        k.dot_scaled_kernel[(1,)](a, b, c, M=16, N=16, K=32)
+    assert _one(cnt).flops == {"bf16": 2.0 * 16 * 16 * 32}
