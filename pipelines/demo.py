@@ -30,10 +30,12 @@ DEMO_CONFIG = REPO / "configs" / "demo_cpu.yaml"
 # The demo's own sizing on top of configs/demo_cpu.yaml. It trains and prompts on the elementwise tasks only:
 # 400 SFT steps take the tiny model to about 0.005 loss on them (87 % of answers sampled at temperature 1.0
 # correct), where 120 steps over the whole library left nothing that compiled, so every RL reward was 0
-# (BENCHMARKS.md, the demo). SFT runs on one thread: on a 2-core box shared with other work, two OpenMP
-# threads wait on each other and a step took 8x longer.
+# (BENCHMARKS.md, the demo). Feedback turns teach the second turn of an episode (without them it held no code).
+# SFT runs on one thread: on a 2-core box shared with other work, two OpenMP threads wait on each other and a
+# step took 8x longer.
 DEMO_DEFAULTS = [
     "data.categories=[elementwise]",
+    "data.feedback_turns=true",
     "sft.epochs=60",
     "sft.max_steps=400",
     "sft.num_threads=1",

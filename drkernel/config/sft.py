@@ -54,11 +54,14 @@ class DataConfig(StrictModel):
     sft_file: str | None = Field(None, description="prompt/response parquet instead of the task library")
     prompt_style: str = Field("compact", description="first-turn prompt style of drkernel.data.prompts")
     max_length: int = Field(2048, ge=16, description="prompt+response tokens; longer examples are dropped")
+    feedback_turns: bool = Field(
+        False, description="also train second turns: a simple solution, the verifier's feedback on it, the fused one"
+    )
 
     @model_validator(mode="after")
-    def _categories_need_tasks(self) -> DataConfig:
-        if self.categories is not None and self.sft_file is not None:
-            raise ValueError("categories select tasks of the task library; an sft_file has no categories")
+    def _task_options_need_tasks(self) -> DataConfig:
+        if self.sft_file is not None and (self.categories is not None or self.feedback_turns):
+            raise ValueError("categories and feedback_turns work on the task library; an sft_file has neither")
         return self
 
 

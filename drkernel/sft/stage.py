@@ -20,6 +20,7 @@ from drkernel.config.sft import DemoConfig
 from drkernel.log import get_logger
 from drkernel.model.tiny import save_tiny_base
 from drkernel.sft.data import SFTInputError, corpus_texts, encode_pairs, parquet_pairs, task_pairs
+from drkernel.sft.feedback import feedback_options, feedback_pairs
 from drkernel.sft.trainer import StepLog, torch_device, train_sft
 from drkernel.tasks import Task, load_tasks
 
@@ -88,6 +89,11 @@ def run_sft_stage(cfg: DemoConfig, log: Callable[[str], None] = _log.info) -> di
     pairs = parquet_pairs(cfg.data.sft_file) if cfg.data.sft_file else task_pairs(tasks, cfg.data.prompt_style)
     if not pairs:
         raise SFTInputError("no SFT pairs: the task library or SFT file is empty")
+    if cfg.data.feedback_turns:
+        options = feedback_options(cfg.sft.eval.num_correct_trials, cfg.sft.eval.verify_timeout_s)
+        second = feedback_pairs(tasks, cfg.data.prompt_style, options, cfg.sft.eval.max_concurrency, log)
+        log(f"{len(second)} second-turn examples from the verifier's feedback on the simple solutions")
+        pairs += second
 
     base = cfg.sft.base_model
     if base is None:

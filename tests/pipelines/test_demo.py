@@ -43,7 +43,7 @@ def test_demo_config_caches_sft_by_its_shaping_settings(tmp_path):
         demo_config(_args(tmp_path, overrides=["data.categories=[elementwize]"]))
     with pytest.raises(UsageError, match="rl_data.prompt_file is its own pool"):
         demo_config(_args(tmp_path, overrides=["rl_data.prompt_file=p.parquet"]))
-    with pytest.raises(UsageError, match="an sft_file has no categories"):
+    with pytest.raises(UsageError, match="an sft_file has neither"):
         demo_config(_args(tmp_path, overrides=["data.sft_file=s.parquet"]))
 
 
