@@ -87,8 +87,11 @@ def _start_serve(device: str, concurrency: int) -> str:
                 "max_concurrency": concurrency,
                 "cpus_per_replica": 0,
                 "autoscaling": {"min_replicas": 1, "max_replicas": 1},
-                "max_ongoing_requests": concurrency * 2,
+                # One client may hold half of 75 % of the replica's request slots (max_client_share, handle_reserve):
+                # enough slots that this single client still gets `concurrency` evaluations at once.
+                "max_ongoing_requests": max(8, concurrency * 4),
                 "queue_limit": max(concurrency * 4, 16),
+                "max_batch": 4,  # single /verify requests only; a batch must fit one client's share of the queue
                 "deadline_s": 3600,
             }
         ),
