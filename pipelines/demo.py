@@ -28,8 +28,8 @@ from pipelines.train import load_train_config
 REPO = Path(__file__).resolve().parents[1]
 DEMO_CONFIG = REPO / "configs" / "demo_cpu.yaml"
 # The demo's own sizing on top of configs/demo_cpu.yaml. It trains and prompts on the elementwise tasks only:
-# 400 SFT steps take the tiny model to about 0.005 loss on them (87 % of answers sampled at temperature 1.0
-# correct), where 120 steps over the whole library left nothing that compiled, so every RL reward was 0
+# 400 SFT steps take the tiny model to about 0.005 loss on them (73-87 % of first answers sampled at
+# temperature 1.0 correct), where 120 steps over the whole library left nothing that compiled, so every RL reward was 0
 # (BENCHMARKS.md, the demo). Feedback turns teach the second turn of an episode (without them it held no code).
 # SFT runs on one thread: on a 2-core box shared with other work, two OpenMP threads wait on each other and a
 # step took 8x longer.
