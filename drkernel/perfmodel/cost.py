@@ -1,5 +1,10 @@
 """The per-launch roofline: max(unique DRAM bytes / bandwidth + re-read bytes / L2 bandwidth (+ a program's
-re-reads of its own data / L1 bandwidth), flops / peak) + launch overhead, summed over launches."""
+re-reads of its own data / L1 bandwidth), tensor-core flops / peak, CUDA-core ops / peak) + launch overhead,
+summed over launches. Tensor cores and CUDA cores are separate pipes that overlap, hence the max. Arithmetic
+happens on the SMs a grid occupies: a Triton launch of fewer programs than the device has SMs gets that fraction
+of the peak rates (red-team finding: one program looping over a whole matmul was priced at full-device rates).
+Memory is not scaled so: one SM can draw well over its share of DRAM bandwidth, and an eager operator's grid is
+not known."""
 
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ class LaunchCount:
     reread_bytes: int = 0  # loads of an address another program of this launch loaded before: served by the L2
     flops: dict[str, float] = field(default_factory=dict)  # flops per precision (profile.peak_flops keys)
     local_reread_bytes: int = 0  # loads of an address the same program loaded before: L1 / shared memory
+    programs: int | None = None  # programs of a Triton grid; None = an eager operator, assumed to fill the device
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -32,8 +38,10 @@ def launch_seconds(c: LaunchCount, profile: GpuProfile) -> float:
         + c.reread_bytes / profile.l2_bytes_per_s
         + c.local_reread_bytes / profile.l1_bytes_per_s
     )
-    compute = sum(f / profile.peak_flops(p) for p, f in c.flops.items())
-    return max(memory, compute) + profile.launch_overhead_s
+    occupancy = min(1.0, c.programs / profile.compute_units) if c.programs else 1.0
+    vector = c.flops.get("vector", 0.0) / profile.peak_flops("vector") / occupancy
+    tensor = sum(f / profile.peak_flops(p) for p, f in c.flops.items() if p != "vector") / occupancy
+    return max(memory, tensor, vector) + profile.launch_overhead_s
 
 
 @dataclass

@@ -21,6 +21,7 @@ class GpuProfile:
     tf32_flops: float  # tensor-core TF32: tl.dot on fp32 operands (input_precision="tf32", Triton's default)
     bf16_flops: float  # tensor-core fp16/bf16 (dense)
     launch_overhead_s: float  # host-side cost of one kernel launch
+    compute_units: int  # SMs (AI cores on Ascend): a grid of fewer programs leaves the rest idle
     sources: dict[str, str] = field(default_factory=dict)
 
     def peak_flops(self, precision: str) -> float:
@@ -42,6 +43,7 @@ H200 = GpuProfile(
     tf32_flops=495e12,
     bf16_flops=788e12,
     launch_overhead_s=4e-6,
+    compute_units=132,
     sources={
         "dram_bytes_per_s": "measured: device-to-device copy through PyTorch, about 4.3 TB/s (KINDS.md, 2026-10-28 "
         "and 2026-11-04; datasheet 4.8 TB/s); 19_ReLU ran at 4.2 TB/s (h200_measurements.md)",
@@ -51,6 +53,7 @@ H200 = GpuProfile(
         "tf32_flops": "datasheet dense TF32 (989 with sparsity): 495 TFLOP/s",
         "bf16_flops": "measured: 8192^3 bf16 matmul through PyTorch, 769-798 TFLOP/s on random data (KINDS.md)",
         "launch_overhead_s": "estimate: a few microseconds per launch from Python (eager aten or Triton's launcher)",
+        "compute_units": "read on the lent H200 (torch.cuda.get_device_properties: 132 SMs)",
     },
 )
 
@@ -63,6 +66,7 @@ A100 = GpuProfile(
     tf32_flops=156e12,
     bf16_flops=312e12,
     launch_overhead_s=4e-6,
+    compute_units=108,
     sources={
         "dram_bytes_per_s": "datasheet A100 80GB SXM 2.04 TB/s, derated to about 88% achievable",
         "l2_bytes_per_s": "estimate: about 2.5x HBM",
@@ -71,6 +75,7 @@ A100 = GpuProfile(
         "tf32_flops": "datasheet dense: 156 TFLOP/s",
         "bf16_flops": "datasheet dense: 312 TFLOP/s",
         "launch_overhead_s": "estimate, as for the H200",
+        "compute_units": "datasheet: 108 SMs",
     },
 )
 
@@ -83,6 +88,7 @@ ASCEND_910B = GpuProfile(
     tf32_flops=160e12,
     bf16_flops=313e12,
     launch_overhead_s=8e-6,
+    compute_units=24,
     sources={
         "dram_bytes_per_s": "vendor figure 1.6 TB/s HBM2e, derated to about 88% achievable (lead, unverified)",
         "l2_bytes_per_s": "estimate: about 2.5x HBM",
@@ -91,6 +97,7 @@ ASCEND_910B = GpuProfile(
         "tf32_flops": "estimate (hf32 on the cube unit)",
         "bf16_flops": "vendor figure for 910B3: about 313 TFLOP/s fp16/bf16 (unverified)",
         "launch_overhead_s": "estimate: task launch through torch_npu is slower than CUDA",
+        "compute_units": "estimate: 910B variants report 20-25 AI cores; 24 assumed (unverified)",
     },
 )
 

@@ -6,8 +6,8 @@ blocks (`tl.dot_scaled` through `create_dot_scaled`). Wrapping those methods (fo
 `TritonCounter` only) counts each launch: unique bytes read and written (each byte once per launch, whatever
 the width of the accesses that touched it), bytes re-read across programs (bytes another program of the
 launch loaded: L2) and within one program (L1 / shared memory), matmul flops by precision
-("tf32", "bf16", "fp32"), and other floating-point
-arithmetic ("vector": adds, multiplies, fma, transcendentals; reductions are not counted).
+("tf32", "bf16", "fp32"), other elementwise work ("vector": every integer or floating-point op, one per result
+element; reductions and scans one per element reduced), and the programs of the grid.
 
 With `allowed` address ranges every access is checked before it happens: an access outside them raises
 OutsideBuffers (the replay hands a kernel only the buffers its trace reported).
@@ -15,38 +15,39 @@ OutsideBuffers (the replay hands a kernel only the buffers its trace reported).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 
 from drkernel.perfmodel.cost import LaunchCount
 
-# Floating-point arithmetic outside tl.dot, priced at the FP32 (CUDA-core) rate: flops per result element.
-# Reductions (tl.sum, tl.max) run in numpy outside the builder and are not counted.
+# Elementwise work outside tl.dot, integer or floating point, priced at the CUDA-core rate: ops per result
+# element. Address arithmetic counts too (it is real work, and negligible beside memory in an honest kernel);
+# shape-only ops (reshape, broadcast, splat, ...) and pointer offsets do not. Integer ops were once free, and a
+# matmul written as integer products plus tl.sum was then priced as memory only (red-team finding).
 VECTOR_OPS = {
     **{
         f"create_{op}": 1
         for op in (
-            "fadd",
-            "fsub",
-            "fmul",
-            "fdiv",
-            "frem",
-            "precise_divf",
-            "exp",
-            "exp2",
-            "log",
-            "log2",
-            "sqrt",
-            "precise_sqrt",
-            "rsqrt",
-            "sin",
-            "cos",
-            "erf",
+            *("fadd", "fsub", "fmul", "fdiv", "frem", "precise_divf", "approx_divf", "fneg", "fabs"),
+            *("exp", "exp2", "log", "log2", "sqrt", "precise_sqrt", "rsqrt", "sin", "cos", "erf", "ceil", "floor"),
+            *("add", "sub", "mul", "umulhi", "sdiv", "udiv", "idiv", "srem", "urem", "iabs"),
+            *("and", "or", "xor", "shl", "lshr", "ashr", "select", "clampf"),
+            *("maximumf", "maxnumf", "minimumf", "minnumf", "maxsi", "maxui", "minsi", "minui"),
+            *("fp_ext", "fp_trunc", "fp_to_fp", "fp_to_si", "fp_to_ui", "si_to_fp", "ui_to_fp", "int_cast"),
+            *(f"fcmp{c}" for c in ("OEQ", "OGE", "OGT", "OLE", "OLT", "ONE", "UEQ", "UGE", "UGT", "ULE", "ULT", "UNE")),
+            *(f"icmp{c}" for c in ("EQ", "NE", "SGE", "SGT", "SLE", "SLT", "UGE", "UGT", "ULE", "ULT")),
+            "gather",
         )
     },
     "create_fma": 2,
+    "create_extern_elementwise": 4,  # libdevice math (tanh, pow, ...): several instructions each
 }
+# A program's own re-reads are served by L1 / shared memory only while its distinct loads fit there (256 KiB per
+# SM on Hopper, 192 on Ampere); a program that re-reads a larger working set goes to the L2 (red-team finding: a
+# single program looping over a whole matmul had 64 MB of re-reads priced at the L1 rate).
+L1_BYTES_PER_PROGRAM = 256 * 1024
 
 
 class OutsideBuffers(RuntimeError):
@@ -77,6 +78,8 @@ class _Launch:
         self.loads: list[tuple[np.ndarray, np.ndarray]] = []  # per finished program: its loaded byte ranges
         self.loaded = 0  # all bytes loaded
         self.program_unique = 0  # sum over programs of the distinct bytes each loaded
+        self.spilled = 0  # re-reads of programs whose distinct loads exceed L1_BYTES_PER_PROGRAM: L2, not L1
+        self.programs = 0
         self.stores: list[np.ndarray] = []
         self.store_sizes: list[int] = []
         self.flops: dict[str, float] = {}
@@ -85,9 +88,13 @@ class _Launch:
         if not self.program:
             return
         starts, ends = _ranges(self.program, self.program_sizes)
-        self.loaded += int((ends - starts).sum())
+        loaded = int((ends - starts).sum())
         starts, ends = _union(starts, ends)
-        self.program_unique += int((ends - starts).sum())
+        unique = int((ends - starts).sum())
+        self.loaded += loaded
+        self.program_unique += unique
+        if unique > L1_BYTES_PER_PROGRAM:
+            self.spilled += loaded - unique
         self.loads.append((starts, ends))
         self.program, self.program_sizes = [], []
 
@@ -106,9 +113,10 @@ class _Launch:
             "triton",
             read,
             written,
-            self.program_unique - read,
+            self.program_unique - read + self.spilled,
             dict(self.flops),
-            self.loaded - self.program_unique,
+            self.loaded - self.program_unique - self.spilled,
+            self.programs,
         )
 
 
@@ -140,6 +148,7 @@ class TritonCounter:
         self.launches: list[LaunchCount] = []
         self._current: _Launch | None = None
         self._saved: list[tuple[type, str, Any]] = []
+        self._options: Any = None
         self._starts: np.ndarray | None = None
         self._ends: np.ndarray | None = None
         if allowed is not None:
@@ -190,7 +199,12 @@ class TritonCounter:
         setattr(cls, name, make(original))
 
     def __enter__(self) -> TritonCounter:
-        from triton.runtime.interpreter import InterpretedFunction, InterpreterBuilder
+        from triton.runtime.interpreter import (
+            InterpretedFunction,
+            InterpreterBuilder,
+            ReduceScanOpInterface,
+            interpreter_builder,
+        )
 
         counter = self
 
@@ -306,15 +320,35 @@ class TritonCounter:
             def f(builder: Any, *args: Any) -> Any:
                 if counter._current is not None:
                     counter._current.end_program()
+                    counter._current.programs += 1
                 return original(builder, *args)
 
             return f
+
+        def reduce_or_scan(original: Any) -> Any:
+            def f(op: Any, input: Any) -> Any:  # tl.sum, tl.max, tl.reduce, tl.cumsum, ...: numpy, not the builder
+                if counter._current is not None and isinstance(input, tuple):
+                    n = sum(float(np.size(t.handle.data)) for t in input)  # one combine per element reduced
+                    counter._current.flops["vector"] = counter._current.flops.get("vector", 0.0) + n
+                return original(op, input)
+
+            return f
+
+        self._patch(ReduceScanOpInterface, "apply", reduce_or_scan)
+        # The interpreter checks integer arithmetic for overflow with extra builder ops (casts, compares) that a
+        # compiled kernel does not run; off while counting, so only the kernel's own work is counted.
+        self._options = interpreter_builder.options
+        interpreter_builder.options = dataclasses.replace(self._options, sanitize_overflow=False)
 
         self._patch(InterpreterBuilder, "set_grid_idx", grid_idx)
         self._patch(InterpretedFunction, "run", run)
         return self
 
     def __exit__(self, *exc: object) -> None:
+        from triton.runtime.interpreter import interpreter_builder
+
         for cls, name, original in reversed(self._saved):
             setattr(cls, name, original)
         self._saved.clear()
+        if self._options is not None:
+            interpreter_builder.options, self._options = self._options, None

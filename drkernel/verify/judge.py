@@ -50,6 +50,10 @@ MEMORY_PER_INPUT_BYTE = 12
 MEMORY_FIXED = 8 << 30
 REFERENCE_PAYLOAD = 16 << 30  # the reference runner is trusted; this only bounds a runaway
 COVERAGE_CALLS = {"cpu": 2, "cuda": 3, "npu": 3}  # fresh input sets the coverage pass runs, each once
+# Largest trace payload (host-made literal tensors) a candidate may send for the CPU model: the judge holds it
+# twice (received, and in the order to the replay) and has no memory limit of its own, so a payload as large as
+# the candidate's own limit could make the judge run out and read as infra_error (red-team review).
+TRACE_PAYLOAD_MB = 256
 NOT_COMPILED = frozenset({"syntax", "import", "missing_model_new", "triton_compile"})
 
 
@@ -825,7 +829,7 @@ class Judge:
         self.replay.order("reference", fresh_seed())  # counted before any of the candidate's bytes reach it
         self.stage(self.cand, self.make_sets([fresh_seed()]))
         self.cand.order("trace")
-        trace, payload = self.cand.reply("trace", self.o["memory_limit_mb"] << 20)
+        trace, payload = self.cand.reply("trace", min(self.o["memory_limit_mb"], TRACE_PAYLOAD_MB) << 20)
         trace = {k: v for k, v in trace.items() if k not in ("type", "payload")}
         self.replay.order("replay", trace, bytes(payload), self.committed)
         try:

@@ -76,3 +76,23 @@ def dot_scaled_kernel(a, b, c, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr
     x = tl.load(a + rm[:, None] * K + rk[None, :])
     y = tl.load(b + rk[:, None] * N + rn[None, :])
     tl.store(c + rm[:, None] * N + rn[None, :], tl.dot_scaled(x, None, "bf16", y, None, "bf16"))
+
+
+@triton.jit
+def int_products_sum_kernel(a, b, o, K: tl.constexpr):
+    """A matmul row written as integer products plus tl.sum: integer work and a reduction, no tl.dot."""
+    rk = tl.arange(0, K)
+    x = tl.load(a + rk).to(tl.int32)
+    y = tl.load(b + rk).to(tl.int32)
+    tl.store(o, tl.sum(x * y, axis=0).to(tl.float32))
+
+
+@triton.jit
+def reread_pass_kernel(x, o, n, passes: tl.constexpr, BLOCK: tl.constexpr):
+    """One program reads all of x `passes` times: a working set of n * 4 bytes re-read by one program."""
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for _ in range(passes):
+        for start in range(0, n, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            acc += tl.load(x + offs, mask=offs < n, other=0.0)
+    tl.store(o + tl.arange(0, BLOCK), acc)

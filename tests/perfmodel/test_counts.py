@@ -1,5 +1,7 @@
 """Hand-computed bytes, flops and launches for small real kernels (interpreter) and their eager references."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -28,9 +30,10 @@ def test_elementwise_kernel_counts_each_byte_once():
         8000,
         4000,
         0,
-        {"vector": 1024.0},
-    )  # masked-off lanes still execute
-    assert launch_seconds(got, H200) == pytest.approx(12000 / 4.3e12 + 4e-6)  # memory-bound: 1024 flops are nothing
+        {"vector": 8 * (1 + 128 + 128 + 128)},
+    )  # per program: pid * BLOCK, + arange, < n, the fadd; masked-off lanes still execute
+    assert got.programs == 8
+    assert launch_seconds(got, H200) == pytest.approx(12000 / 4.3e12 + 4e-6)  # memory-bound: 3080 ops are nothing
     with AtenCounter() as ref:
         torch.add(a, b)
     assert [(x.name, x.read_bytes, x.write_bytes) for x in ref.launches] == [("aten::add.Tensor", 8000, 4000)]
@@ -56,8 +59,11 @@ def test_tiled_matmul_counts_rereads_and_dot_flops():
     # 4 programs each load a 16x32 strip of A and a 32x16 strip of B: 16 KiB loaded, 8 KiB distinct; every
     # re-read is of a strip another program loaded (L2), none within a program.
     assert (got.read_bytes, got.write_bytes, got.reread_bytes, got.local_reread_bytes) == (8192, 4096, 8192, 0)
-    # fp32 tl.dot defaults to TF32; `acc +=` adds a 16x16 tile per k step in each of the 4 programs
-    assert got.flops == {"tf32": 2.0 * 32**3, "vector": 4 * 2 * 16 * 16}
+    # fp32 tl.dot defaults to TF32. Per program: pm * BM and pn * BN (1 each), rm and rn (16 each), per k step
+    # k + rk twice (16 each), rm[:, None] * K and (k + rk)[:, None] * N (16 each), `acc +=` (16x16); the store's
+    # rm[:, None] * N (16). Pointer offsets (ptr + index) are not ops.
+    per_program = 2 * 1 + 2 * 16 + 2 * (2 * 16 + 2 * 16 + 16 * 16) + 16
+    assert got.flops == {"tf32": 2.0 * 32**3, "vector": 4 * per_program} and got.programs == 4
     torch.testing.assert_close(c, a @ b, atol=1e-3, rtol=1e-3)
     with AtenCounter() as ref:
         torch.mm(a, b)
@@ -152,4 +158,33 @@ def test_dot_scaled_is_priced_like_a_dot():
     c = torch.empty(16, 16)
     with TritonCounter() as cnt:
         k.dot_scaled_kernel[(1,)](a, b, c, M=16, N=16, K=32)
-    assert _one(cnt).flops == {"bf16": 2.0 * 16 * 16 * 32}
+    assert _one(cnt).flops["bf16"] == 2.0 * 16 * 16 * 32
+
+
+def test_integer_work_and_reductions_are_counted():
+    """Red-team finding: integer ops and tl.sum were free, so a matmul as integer products plus a sum was priced
+    as memory only."""
+    a, b, o = torch.arange(64.0), torch.ones(64), torch.empty(1)
+    with TritonCounter() as c:
+        k.int_products_sum_kernel[(1,)](a, b, o, K=64)
+    assert o.item() == sum(range(64))
+    # two casts to int32 (64 each), the products (64), the sum (64 combines), the cast back (1)
+    assert _one(c).flops == {"vector": 64 * 4 + 1}
+
+
+def test_one_program_computes_on_one_sm_and_its_large_rereads_go_to_l2():
+    """Red-team finding: a single program looping over all the work had its arithmetic priced at full-device rates
+    and its re-reads of a working set far beyond L1 at the L1 rate."""
+    small, big = torch.randn(1024), torch.randn(128 * 1024)  # 4 KiB fits L1; 512 KiB does not
+    o = torch.empty(1024)
+    with TritonCounter() as c:
+        k.reread_pass_kernel[(1,)](small, o, small.numel(), passes=2, BLOCK=1024)
+        k.reread_pass_kernel[(1,)](big, o, big.numel(), passes=2, BLOCK=1024)
+    fits, spills = c.launches
+    assert (fits.read_bytes, fits.reread_bytes, fits.local_reread_bytes, fits.programs) == (4096, 0, 4096, 1)
+    assert (spills.read_bytes, spills.reread_bytes, spills.local_reread_bytes) == (512 * 1024, 512 * 1024, 0)
+    matmul = dataclasses.replace(fits, flops={"tf32": 2.0 * 1024**3}, programs=1)  # compute-bound on one SM
+    spread = dataclasses.replace(matmul, programs=None)  # the same work over the whole device
+    overhead = H200.launch_overhead_s
+    assert launch_seconds(matmul, H200) - overhead == pytest.approx(132 * 2.0 * 1024**3 / 495e12)
+    assert launch_seconds(spread, H200) - overhead == pytest.approx(2.0 * 1024**3 / 495e12)

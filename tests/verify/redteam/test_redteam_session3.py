@@ -13,6 +13,7 @@ import pytest
 from drkernel.rl.rewards import RewardConfig, score
 from drkernel.verify import VerifyOptions
 from drkernel.verify.engine import Verifier, _out_of_memory
+from drkernel.verify.judge import TRACE_PAYLOAD_MB
 
 pytestmark = pytest.mark.integration
 
@@ -67,4 +68,7 @@ def test_trace_ballast_cannot_turn_a_failing_trace_into_infra(verifier, ballast_
     r = verifier.verify((HERE / "ref_big_temporary.py").read_text(), candidate, BALLAST_OPTIONS)
     # Correct on every real call; its trace, replayed on unseen inputs, is wrong: a fail, whatever it carries.
     assert r.status == "ok" and r.reward == 0.0 and r.error is not None, (r.status, r.error)
-    assert r.error.kind == "output_mismatch" and "cpu model" in r.error.message, r.error
+    if ballast_mb > TRACE_PAYLOAD_MB:  # refused before the judge reads it (it has no memory limit)
+        assert r.error.kind == "protocol" and f"at most {TRACE_PAYLOAD_MB << 20}" in r.error.message, r.error
+    else:
+        assert r.error.kind == "output_mismatch" and "cpu model" in r.error.message, r.error
