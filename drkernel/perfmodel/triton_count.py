@@ -84,6 +84,9 @@ class _Launch:
         self.store_sizes: list[int] = []
         self.flops: dict[str, float] = {}
 
+    def add_flops(self, kind: str, n: float) -> None:
+        self.flops[kind] = self.flops.get(kind, 0.0) + n
+
     def end_program(self) -> None:
         if not self.program:
             return
@@ -245,7 +248,7 @@ class TritonCounter:
                     batch = int(np.prod(sa[:-2])) if len(sa) > 2 else 1
                     flops = 2.0 * batch * sa[-2] * sa[-1] * sb[-1]
                     p = _precision(a, input_precision)
-                    counter._current.flops[p] = counter._current.flops.get(p, 0.0) + flops
+                    counter._current.add_flops(p, flops)
                 return original(builder, a, b, d, input_precision, *rest)
 
             return f
@@ -259,7 +262,7 @@ class TritonCounter:
                     packed = any("E2M1" in str(fmt).upper() for fmt in (lhs_format, rhs_format))  # two fp4 per byte
                     k = max(sa[-1], sb[-2]) * (2 if packed else 1)
                     flops = 2.0 * batch * sa[-2] * k * sb[-1]  # priced at the bf16 rate (fp8/fp4 run faster)
-                    counter._current.flops["bf16"] = counter._current.flops.get("bf16", 0.0) + flops
+                    counter._current.add_flops("bf16", flops)
                 return original(builder, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, *rest)
 
             return f
@@ -305,7 +308,7 @@ class TritonCounter:
                     ret = original(builder, *args)
                     if counter._current is not None:
                         n = float(np.size(ret.data)) * flops_per_element
-                        counter._current.flops["vector"] = counter._current.flops.get("vector", 0.0) + n
+                        counter._current.add_flops("vector", n)
                     return ret
 
                 return f
@@ -329,7 +332,7 @@ class TritonCounter:
             def f(op: Any, input: Any) -> Any:  # tl.sum, tl.max, tl.reduce, tl.cumsum, ...: numpy, not the builder
                 if counter._current is not None and isinstance(input, tuple):
                     n = sum(float(np.size(t.handle.data)) for t in input)  # one combine per element reduced
-                    counter._current.flops["vector"] = counter._current.flops.get("vector", 0.0) + n
+                    counter._current.add_flops("vector", n)
                 return original(op, input)
 
             return f

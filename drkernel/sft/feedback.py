@@ -14,11 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 from drkernel.config.verifier import VerifyOptions
 from drkernel.data.prompts import feedback_message, first_turn_messages
-from drkernel.log import progress
+from drkernel.log import get_logger, progress
 from drkernel.sft.data import ChatPair, code_response
 from drkernel.tasks.loader import Task
 from drkernel.verify.engine import Verifier
 
+_log = get_logger("sft")
 FIRST, BETTER = "simple", "fused"  # the solution labels of the shipped library: the first answer, the improved one
 
 
@@ -32,7 +33,7 @@ def feedback_pairs(
     style: str,
     options: VerifyOptions,
     concurrency: int = 2,
-    log: Callable[[str], None] = print,
+    log: Callable[[str], None] = _log.info,
 ) -> list[ChatPair]:
     """One pair per task holding both a simple and a fused solution: prompt = first turn, the simple solution as
     the assistant's answer, the verifier's feedback on it; response = the fused solution. A task whose simple
