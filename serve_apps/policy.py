@@ -1,4 +1,5 @@
-"""The policy deployment: a fixed number of replicas, each one engine, concurrent requests batched.
+"""The policy deployment: a fixed number of replicas, each one engine, concurrent requests batched (by
+@serve.batch for the transformers engine, by vLLM's continuous batching for the vLLM engines).
 
 In-cluster callers (rollout workers) use the handle; the trainer's weight publisher reaches every replica
 with Serve's broadcast:
@@ -43,7 +44,8 @@ def policy_handle(app_name: str) -> DeploymentHandle:
 
 @serve.deployment(name=DEPLOYMENT_NAME)
 class PolicyReplica:
-    """One engine; requests arriving within `batch_wait_timeout_s` share one generate call."""
+    """One engine. With the transformers engine, requests arriving within `batch_wait_timeout_s` share one
+    generate call; a vLLM engine takes each request as it comes and batches continuously."""
 
     def __init__(self, config: dict[str, Any], model_path: str) -> None:
         self.config = PolicyConfig.model_validate(config)
@@ -60,7 +62,13 @@ class PolicyReplica:
         params = sampling if isinstance(sampling, SamplingParams) else SamplingParams.model_validate(sampling)
         prompt = [int(t) for t in prompt_ids]
         self.engine.check_request(prompt, params)
-        return await self._generate_batched(prompt, params)
+        if not self.engine.batches_itself:
+            return await self._generate_batched(prompt, params)
+        self._requests += 1
+        self._calls += 1
+        output = await self.engine.generate(prompt, params)
+        self._tokens += len(output.token_ids)
+        return output
 
     @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.05)  # overridden from the config in __init__
     async def _generate_batched(
@@ -115,6 +123,17 @@ class PolicyReplica:
         """sha256 of this replica's parameters (equal to drkernel.model.weights.state_checksum of the trainer's)."""
         return await self.engine.state_checksum()
 
+    def __del__(self) -> None:
+        """Serve deletes a replica it stops: stop the engine (and a vLLM engine's child process) with it."""
+        engine = getattr(self, "engine", None)
+        if engine is not None:
+            engine.close()
+
+    async def check_health(self) -> None:
+        """Serve's periodic probe: a dead vLLM engine child or a half-loaded push fails it, and Serve replaces
+        the replica instead of letting requests wait on an engine that will never answer."""
+        await self.engine.check_health()
+
     async def stats(self) -> dict[str, Any]:
         """Batching and load counters, for operators and tests."""
         return {
@@ -138,6 +157,13 @@ def replica_actor_options(cfg: PolicyConfig) -> dict[str, Any]:
     return options
 
 
+def max_ongoing_requests(cfg: PolicyConfig) -> int:
+    """Requests one replica accepts at once: two batches for the transformers engine, the engine's running
+    sequences for vLLM (it batches continuously), plus control slots so weight pushes never queue."""
+    work = 2 * cfg.max_batch_size if cfg.engine == "transformers" else cfg.vllm.max_num_seqs
+    return work + CONTROL_SLOTS
+
+
 def build_policy_app(cfg: PolicyConfig, model_path: str | None = None) -> Application:
     """The policy Serve application: the OpenAI-compatible HTTP ingress in front of `cfg.num_replicas`
     replicas. Run it with `serve.run(app, name=cfg.app_name, route_prefix=cfg.route_prefix)`; it touches no
@@ -150,7 +176,7 @@ def build_policy_app(cfg: PolicyConfig, model_path: str | None = None) -> Applic
     replicas = PolicyReplica.options(
         num_replicas=cfg.num_replicas,
         ray_actor_options=replica_actor_options(cfg),
-        max_ongoing_requests=2 * cfg.max_batch_size + CONTROL_SLOTS,
+        max_ongoing_requests=max_ongoing_requests(cfg),
     ).bind(cfg.model_dump(), path)
     token_env = cfg.api_token_env
     ingress_actor: dict[str, Any] = {"num_cpus": 0}

@@ -1,4 +1,5 @@
-"""Generation engines behind the policy deployment: one interface, the transformers engine for CPU and GPU.
+"""Generation engines behind the policy deployment: one interface; the transformers engine (CPU and GPU) here,
+the vLLM engine (CUDA, and NPU through vllm-ascend) in serve_apps/vllm_engine.py.
 
 Every engine turns prompt token ids plus SamplingParams into sampled ids, the log-prob of each sampled id and
 a finish reason, stamped with the policy version that produced all of them. Log-probs are those of the
@@ -23,7 +24,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -40,7 +41,11 @@ TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 @runtime_checkable
 class PolicyEngine(Protocol):
-    """What the policy deployment needs from an engine (transformers now; vLLM, vllm-ascend later)."""
+    """What the policy deployment needs from an engine (transformers; vLLM and vllm-ascend)."""
+
+    batches_itself: bool
+    """True when the engine batches concurrent `generate` calls itself (vLLM's continuous batching); False
+    when the deployment must gather requests into `generate_batch` calls (@serve.batch)."""
 
     @property
     def version(self) -> int:
@@ -66,7 +71,11 @@ class PolicyEngine(Protocol):
         ...
 
     async def state_checksum(self) -> str:
-        """sha256 of the parameters (drkernel.model.weights.state_checksum), for bit-identity checks."""
+        """sha256 of the parameters in the trainer's layout (drkernel.model.weights.state_checksum)."""
+        ...
+
+    async def check_health(self) -> None:
+        """Raise when the engine can no longer serve (the replica's health check; Serve then replaces it)."""
         ...
 
 
@@ -108,6 +117,13 @@ def _group_key(s: SamplingParams) -> tuple:
     return (s.temperature, s.top_k, s.top_p, stops, s.seed)
 
 
+def stop_ids_of(tokenizer: Any) -> list[int]:
+    """The ids every response stops on: the tokenizer's eos and, when the vocabulary has it, <|im_end|>."""
+    stops = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+    im_end = tokenizer.convert_tokens_to_ids(IM_END) if IM_END in tokenizer.get_vocab() else None
+    return stops + ([im_end] if im_end is not None else [])
+
+
 class TransformersEngine:
     """Padded batched `generate` on one device; log-probs via compute_transition_scores(normalize_logits=True).
 
@@ -115,6 +131,8 @@ class TransformersEngine:
     is one left-padded `generate`. A seeded request always runs alone (under a forked RNG), so the same prompt,
     params and seed give the same output however requests happen to be batched.
     """
+
+    batches_itself = False
 
     def __init__(
         self, model: PreTrainedModel, stop_token_ids: Sequence[int], pad_token_id: int, version: int = 0
@@ -146,11 +164,8 @@ class TransformersEngine:
             raise ValueError("the transformers engine runs on cpu or cuda; use engine 'vllm_ascend' for npu")
         tokenizer = AutoTokenizer.from_pretrained(model_path)
         model = AutoModelForCausalLM.from_pretrained(model_path, dtype=TORCH_DTYPES[dtype]).to(where)
-        stops = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
-        im_end = tokenizer.convert_tokens_to_ids(IM_END) if IM_END in tokenizer.get_vocab() else None
-        stops += [im_end] if im_end is not None else []
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        return cls(model, stops, pad)
+        return cls(model, stop_ids_of(tokenizer), pad)
 
     @property
     def version(self) -> int:
@@ -276,6 +291,9 @@ class TransformersEngine:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._worker, lambda: state_checksum(self.model.state_dict()))
 
+    async def check_health(self) -> None:
+        """The engine lives in this process: alive while the replica is."""
+
     def close(self) -> None:
         self._worker.shutdown(wait=False, cancel_futures=True)
 
@@ -284,4 +302,6 @@ def make_engine(cfg: PolicyConfig, model_path: str) -> PolicyEngine:
     """The engine `cfg.engine` names, loaded from `model_path` on `cfg.device`."""
     if cfg.engine == "transformers":
         return TransformersEngine.from_pretrained(model_path, cfg.device, cfg.dtype, cfg.num_threads)
-    raise NotImplementedError(f"engine {cfg.engine!r} is not built yet (issue 9 ships 'transformers' only)")
+    from serve_apps.vllm_engine import VllmEngine  # vllm and vllm_ascend: one class, the platform plugin differs
+
+    return VllmEngine.from_pretrained(model_path, cfg)

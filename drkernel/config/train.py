@@ -31,6 +31,21 @@ class PromptDataConfig(StrictModel):
     )
 
 
+class VllmConfig(StrictModel):
+    """The vLLM engine of one policy replica (engines `vllm` on CUDA and `vllm_ascend` on NPU)."""
+
+    max_num_seqs: int = Field(256, ge=1, description="sequences the engine runs at once (continuous batching)")
+    max_model_len: int | None = Field(None, ge=16, description="prompt + response tokens; null = the model's")
+    gpu_memory_utilization: float = Field(0.85, gt=0, le=1, description="device share the engine may take")
+    kv_cache_memory_gb: float | None = Field(
+        None, gt=0, description="KV cache size in GiB, set when trainer or verifier share the device"
+    )
+    enforce_eager: bool = Field(False, description="no CUDA graphs or torch.compile: faster start, slower decode")
+    enable_prefix_caching: bool = Field(False, description="reuse KV of shared prefixes (off: log-prob parity)")
+    seed: int = Field(0, description="the engine's sampling seed for requests without their own")
+    start_timeout_s: int = Field(600, ge=10, description="engine start (load, compile, graphs) before it fails")
+
+
 class PolicyConfig(StrictModel):
     """The policy deployment on Ray Serve and the engine each replica runs."""
 
@@ -40,6 +55,7 @@ class PolicyConfig(StrictModel):
     dtype: Literal["float32", "bfloat16"] = Field("float32", description="parameter dtype while generating")
     num_replicas: int = Field(1, ge=1, description="fixed replica count while training")
     max_batch_size: int = Field(16, ge=1, description="requests one replica batches into a generate call")
+    vllm: VllmConfig = Field(default_factory=VllmConfig, description="engine settings when engine is vllm*")
     batch_wait_timeout_s: float = Field(0.05, ge=0, description="how long a replica waits to fill a batch")
     cpus_per_replica: float = Field(1.0, ge=0, description="Ray CPUs reserved by one policy replica")
     accelerators_per_replica: float = Field(1.0, gt=0, le=1, description="GPU/NPU share of one replica (<1: shared)")

@@ -136,3 +136,22 @@ def state_checksum(state_dict: Mapping[str, torch.Tensor]) -> str:
         digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
         digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
+
+
+FUSED_PROJECTIONS = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
+
+
+def unfuse(name: str, tensor: torch.Tensor, output_sizes: Sequence[int] | None) -> list[tuple[str, torch.Tensor]]:
+    """One parameter of an inference engine's fused layout as the trainer's (HF) tensors.
+
+    vLLM stores q/k/v as one `qkv_proj` and gate/up as one `gate_up_proj`, stacked along the output
+    dimension (dim 0) in that order; `output_sizes` are the row counts of the parts. Other names pass through.
+    """
+    for fused, parts in FUSED_PROJECTIONS.items():
+        if f".{fused}." not in name:
+            continue
+        if output_sizes is None or len(output_sizes) != len(parts) or sum(output_sizes) != tensor.shape[0]:
+            raise ValueError(f"{name}: cannot split {tuple(tensor.shape)} into {parts} by sizes {output_sizes}")
+        pieces = torch.split(tensor, list(output_sizes), dim=0)
+        return [(name.replace(f".{fused}.", f".{part}."), piece) for part, piece in zip(parts, pieces)]
+    return [(name, tensor)]

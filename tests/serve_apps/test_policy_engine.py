@@ -168,5 +168,7 @@ def test_engine_selection_by_config(tmp_path, tok):
     engine = make_engine(PolicyConfig(device="cpu"), str(tmp_path))
     assert isinstance(engine, TransformersEngine) and isinstance(engine, PolicyEngine)
     assert engine.stop_token_ids == [tok.convert_tokens_to_ids("<|im_end|>")]
-    with pytest.raises(NotImplementedError, match="engine 'vllm' is not built yet"):
-        make_engine(PolicyConfig(engine="vllm"), str(tmp_path))
+    with pytest.raises(ValueError, match="'vllm' runs on cuda, but policy.device resolves to 'cpu'"):
+        make_engine(PolicyConfig(engine="vllm", device="cpu"), str(tmp_path))
+    with pytest.raises(ValueError, match="'vllm_ascend' runs on npu, but policy.device resolves to 'cpu'"):
+        make_engine(PolicyConfig(engine="vllm_ascend", device="cpu"), str(tmp_path))
