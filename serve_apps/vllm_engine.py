@@ -155,8 +155,15 @@ class VllmEngine:
         from serve_apps.policy_engine import stop_ids_of
 
         os.environ["VLLM_ENGINE_READY_TIMEOUT_S"] = str(cfg.vllm.start_timeout_s)
-        stops = stop_ids_of(AutoTokenizer.from_pretrained(model_path))
+        # fork after torch's CPU thread pool ran deadlocks the engine child in its first pinned buffer
+        # (benchmarks/vllm_start_probe.py, H200): always spawn it
+        os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"
         hf = AutoConfig.from_pretrained(model_path)
+        try:
+            stops = stop_ids_of(AutoTokenizer.from_pretrained(model_path))
+        except (OSError, ValueError):  # a weights-only folder (benchmarks): the config's eos ids
+            eos = hf.eos_token_id
+            stops = [eos] if isinstance(eos, int) else list(eos or [])
         llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**engine_args(cfg, model_path)))
         max_len = int(llm.vllm_config.model_config.max_model_len)
         return cls(llm, stops, int(hf.vocab_size), max_len)

@@ -61,7 +61,11 @@ class WeightLoaderExtension:
         state: dict[str, torch.Tensor] = {}
         for name, param in model.named_parameters():
             module = model.get_submodule(name.rsplit(".", 1)[0])
-            state.update(unfuse(name, param.data, getattr(module, "output_sizes", None)))
+            data = param.data
+            rows = getattr(module, "org_vocab_size", None)  # vLLM pads vocabulary rows to a multiple of 64
+            if rows is not None and data.shape[0] > rows:
+                data = data[:rows]
+            state.update(unfuse(name, data, getattr(module, "output_sizes", None)))
         hf_config = self.vllm_config.model_config.hf_config
         if getattr(hf_config, "tie_word_embeddings", False) and "lm_head.weight" not in state:
             state["lm_head.weight"] = state["model.embed_tokens.weight"]
