@@ -26,6 +26,8 @@ from pathlib import Path
 
 import torch
 
+os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"  # the engine child of a process that touched CUDA
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 
@@ -93,7 +95,12 @@ def transformers_engine(model: torch.nn.Module, shape: dict, args: argparse.Name
         prompts = _prompts(shape, n, args.prompt_len, n)
         torch.cuda.synchronize()
         t = time.perf_counter()
-        res = asyncio.run(engine.generate_batch(prompts, [sampling] * n))
+        try:  # generate keeps every step's full-vocabulary scores: 256 x 256 x 152k floats is 37 GiB at once
+            res = asyncio.run(engine.generate_batch(prompts, [sampling] * n))
+        except torch.OutOfMemoryError:
+            out[str(n)] = "out of memory"
+            torch.cuda.empty_cache()
+            continue
         torch.cuda.synchronize()
         out[str(n)] = round(sum(len(r.token_ids) for r in res) / (time.perf_counter() - t), 1)
     engine.close()
@@ -199,29 +206,35 @@ def main() -> None:
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.3)
     parser.add_argument("--parity-rows", type=int, default=64)
     parser.add_argument("--skip", nargs="*", default=[], choices=["offline", "transformers", "serve"])
-    parser.add_argument("--offline-only", help=argparse.SUPPRESS)  # internal: run offline() on this folder
+    parser.add_argument("--part", nargs=2, help=argparse.SUPPRESS)  # internal: PART FOLDER in a subprocess
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     shape = SHAPES[args.shape]
-    if args.offline_only:
-        print("OFFLINE " + json.dumps(offline(args.offline_only, shape, args)), flush=True)
+    if args.part:  # offline vLLM or the transformers engine, in a process of its own
+        which, folder = args.part
+        if which == "offline":
+            part = offline(folder, shape, args)
+        else:
+            part = transformers_engine(_model(shape, 0), shape, args)
+        print("PART " + json.dumps(part), flush=True)
         return
     result: dict = {"shape": args.shape, "concurrency": args.concurrency, "prompt_len": args.prompt_len}
     result["max_new_tokens"] = args.max_new_tokens
     model = _model(shape, 0)
     with tempfile.TemporaryDirectory() as folder:
         model.save_pretrained(folder)
-        if "offline" not in args.skip:  # its own process, so its GPU memory is gone before the next engine
-            cmd = [sys.executable, __file__, "--offline-only", folder, "--shape", args.shape]
+        for which, key in (("offline", "vllm_offline"), ("transformers", "transformers")):
+            if which in args.skip:
+                continue  # each in its own process: its GPU memory is gone before the next engine starts
+            cmd = [sys.executable, __file__, "--part", which, folder, "--shape", args.shape]
             cmd += ["--concurrency", *map(str, args.concurrency), "--prompt-len", str(args.prompt_len)]
             cmd += ["--max-new-tokens", str(args.max_new_tokens), "--max-model-len", str(args.max_model_len)]
             cmd += ["--gpu-memory-utilization", str(args.gpu_memory_utilization)]
-            lines = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()
-            result["vllm_offline"] = json.loads(next(x for x in lines if x.startswith("OFFLINE "))[8:])
-            print("vllm offline", result["vllm_offline"], flush=True)
-        if "transformers" not in args.skip:
-            result["transformers"] = transformers_engine(model, shape, args)
-            print("transformers", result["transformers"], flush=True)
+            run = subprocess.run(cmd, capture_output=True, text=True)
+            if run.returncode:
+                raise RuntimeError(f"{which} part failed:\n{run.stderr[-4000:]}")
+            result[key] = json.loads(next(x for x in run.stdout.splitlines() if x.startswith("PART "))[5:])
+            print(which, result[key], flush=True)
         if "serve" not in args.skip:
             result["vllm_serve"] = serve_engine(folder, shape, args, model)
             print("vllm serve", result["vllm_serve"], flush=True)
@@ -229,7 +242,7 @@ def main() -> None:
         row = {k: result[k].get(n) for k in ("transformers", "vllm_offline", "vllm_serve") if k in result}
         if "vllm_serve" in result and "vllm_offline" in result:
             row["serve/offline"] = round(result["vllm_serve"][n] / result["vllm_offline"][n], 3)
-        if "vllm_serve" in result and "transformers" in result:
+        if "vllm_serve" in result and isinstance(result.get("transformers", {}).get(n), float):
             row["serve/transformers"] = round(result["vllm_serve"][n] / result["transformers"][n], 2)
         print(f"n={n}: {row}", flush=True)
         result.setdefault("table", {})[n] = row

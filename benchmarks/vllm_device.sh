@@ -3,9 +3,8 @@
 # for 30 s after a call). Built here first (git-ignored folders; see ../shared/device/VLLM.md):
 #   bash ../shared/device/make_vllm_parts.sh .vc1 .vc2
 #   bash ../shared/device/make_device_site.sh .device-site "ray[serve,data]==2.60.0" \
-#        pydantic==2.14.4 starlette==1.10.0 fastapi==0.136.3     # the versions vLLM's part carries: one of each
+#        pydantic==2.14.4 starlette==1.10.0 fastapi==0.136.3     # the same versions as .vc2's wheels
 #   bash benchmarks/vllm_device.sh verl      # verl and what it imports, no resolver (it backtracked > 25 min)
-#   bash benchmarks/vllm_device.sh dedupe    # drop from .vc2 what .device-site carries
 # Then on the GPU machine:
 #   call 1, carry [".vc1"]:          bash benchmarks/vllm_device.sh part1
 #   call 2, carry [".vc2"]:          bash benchmarks/vllm_device.sh part2
@@ -14,14 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export VLLM_USE_FLASHINFER_SAMPLER=0 HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 PYTHONUNBUFFERED=1
-case "${1:?dedupe | part1 | part2 | run CMD}" in
-  dedupe)
-    for w in .vc2/*.whl; do
-      n=$(basename "$w" | cut -d- -f1 | tr 'A-Z-' 'a-z_')
-      if xz -dc .device-site/site.tar.xz | tar -t 2>/dev/null | grep -qiE "^\./${n}-[^/]*\.dist-info/METADATA$"; then
-        echo "carried by .device-site: $(basename "$w")"; rm "$w"
-      fi
-    done ;;
+case "${1:?verl | part1 | part2 | run CMD}" in
   verl)
     w=$(mktemp -d); t=$(mktemp -d)
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
