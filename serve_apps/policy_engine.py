@@ -117,6 +117,22 @@ def _group_key(s: SamplingParams) -> tuple:
     return (s.temperature, s.top_k, s.top_p, stops, s.seed)
 
 
+def check_prompt(
+    prompt_ids: Sequence[int], sampling: SamplingParams, vocab_size: int, max_positions: int | None, where: str
+) -> None:
+    """Every engine's request check: a non-empty prompt, ids inside the vocabulary, and room for the budget."""
+    if not prompt_ids:
+        raise ValueError("prompt_ids is empty")
+    bad = [t for t in list(prompt_ids) + list(sampling.stop_token_ids) if not 0 <= int(t) < vocab_size]
+    if bad:
+        raise ValueError(f"token ids outside the vocabulary [0, {vocab_size}): {bad[:5]}")
+    if max_positions and len(prompt_ids) + sampling.max_new_tokens > max_positions:
+        raise ValueError(
+            f"prompt ({len(prompt_ids)}) + max_new_tokens ({sampling.max_new_tokens}) exceeds "
+            f"{where} {max_positions} positions"
+        )
+
+
 def stop_ids_of(tokenizer: Any) -> list[int]:
     """The ids every response stops on: the tokenizer's eos and, when the vocabulary has it, <|im_end|>."""
     stops = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
@@ -173,16 +189,7 @@ class TransformersEngine:
 
     def check_request(self, prompt_ids: Sequence[int], sampling: SamplingParams) -> None:
         """Raise ValueError naming what is wrong with a request, before it can join (and fail) a batch."""
-        if not prompt_ids:
-            raise ValueError("prompt_ids is empty")
-        bad = [t for t in list(prompt_ids) + list(sampling.stop_token_ids) if not 0 <= int(t) < self.vocab_size]
-        if bad:
-            raise ValueError(f"token ids outside the vocabulary [0, {self.vocab_size}): {bad[:5]}")
-        if self.max_positions and len(prompt_ids) + sampling.max_new_tokens > self.max_positions:
-            raise ValueError(
-                f"prompt ({len(prompt_ids)}) + max_new_tokens ({sampling.max_new_tokens}) exceeds "
-                f"the model's {self.max_positions} positions"
-            )
+        check_prompt(prompt_ids, sampling, self.vocab_size, self.max_positions, "the model's")
 
     async def generate(self, prompt_ids: list[int], sampling: SamplingParams) -> GenerateOutput:
         return (await self.generate_batch([prompt_ids], [sampling]))[0]

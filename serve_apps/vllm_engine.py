@@ -35,6 +35,7 @@ import numpy as np
 from drkernel.config.train import PolicyConfig
 from drkernel.model.weights import WeightsManifest
 from drkernel.rollout.types import GenerateOutput, SamplingParams
+from serve_apps.policy_engine import check_prompt, stop_ids_of
 from serve_apps.vllm_worker import SHM_PREFIX
 
 DEVICE_OF_ENGINE = {"vllm": "cuda", "vllm_ascend": "npu"}
@@ -152,8 +153,6 @@ class VllmEngine:
         AsyncEngineArgs, AsyncLLM = import_vllm(cfg.engine)
         from transformers import AutoConfig, AutoTokenizer
 
-        from serve_apps.policy_engine import stop_ids_of
-
         os.environ["VLLM_ENGINE_READY_TIMEOUT_S"] = str(cfg.vllm.start_timeout_s)
         # fork after torch's CPU thread pool ran deadlocks the engine child in its first pinned buffer
         # (benchmarks/vllm_start_probe.py, H200): always spawn it
@@ -173,16 +172,7 @@ class VllmEngine:
         return self._version
 
     def check_request(self, prompt_ids: Sequence[int], sampling: SamplingParams) -> None:
-        if not prompt_ids:
-            raise ValueError("prompt_ids is empty")
-        bad = [t for t in list(prompt_ids) + list(sampling.stop_token_ids) if not 0 <= int(t) < self.vocab_size]
-        if bad:
-            raise ValueError(f"token ids outside the vocabulary [0, {self.vocab_size}): {bad[:5]}")
-        if len(prompt_ids) + sampling.max_new_tokens > self.max_model_len:
-            raise ValueError(
-                f"prompt ({len(prompt_ids)}) + max_new_tokens ({sampling.max_new_tokens}) exceeds "
-                f"the engine's {self.max_model_len} positions (policy.vllm.max_model_len)"
-            )
+        check_prompt(prompt_ids, sampling, self.vocab_size, self.max_model_len, "the engine's max_model_len of")
 
     def _sampling(self, s: SamplingParams) -> Any:
         from vllm.sampling_params import RequestOutputKind

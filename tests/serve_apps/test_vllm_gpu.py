@@ -119,7 +119,7 @@ def test_budgets_stops_and_seeds(engine, tok, loop):
     seeded = SamplingParams(max_new_tokens=32, seed=1234)
     a, b = loop.run_until_complete(engine.generate_batch([prompt, prompt], [seeded, seeded]))
     assert a.token_ids == b.token_ids
-    with pytest.raises(ValueError, match="exceeds the engine's 1024 positions"):
+    with pytest.raises(ValueError, match="exceeds the engine's max_model_len of 1024 positions"):
         engine.check_request(prompt, SamplingParams(max_new_tokens=1024))
 
 
