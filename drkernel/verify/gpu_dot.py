@@ -16,6 +16,8 @@ fp32 bits and they ignore the low 13 (truncation toward zero); the 3xTF32 split 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -69,8 +71,8 @@ def dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray, precision: str) -> np.nda
 
 
 def install() -> None:
-    """Make the interpreter's tl.dot on fp32 operands use the GPU's operand precision (idempotent; for the life
-    of the process: the fork-server installs it before any child forks)."""
+    """Make the interpreter's tl.dot on fp32 operands use the GPU's operand precision, for the life of the process
+    (idempotent): the CPU fork-server installs it before any child forks."""
     from triton.runtime.interpreter import InterpreterBuilder, TensorHandle
 
     original = InterpreterBuilder.create_dot
@@ -86,3 +88,16 @@ def install() -> None:
 
     create_dot.drkernel_gpu_dot = True  # type: ignore[attr-defined]
     InterpreterBuilder.create_dot = create_dot  # type: ignore[method-assign]
+
+
+@contextmanager
+def emulated() -> Iterator[None]:
+    """install() for the duration of a block, then the dot as it was (in-process replays, benchmarks, tests)."""
+    from triton.runtime.interpreter import InterpreterBuilder
+
+    before = InterpreterBuilder.create_dot
+    install()
+    try:
+        yield
+    finally:
+        InterpreterBuilder.create_dot = before  # type: ignore[method-assign]
