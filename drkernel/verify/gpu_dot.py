@@ -59,15 +59,17 @@ def mode(input_precision: Any) -> str:
 
 
 def dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray, precision: str) -> np.ndarray:
-    """acc + a @ b for fp32 blocks, with the operands the GPU's tensor cores see under `precision`."""
+    """acc + a @ b for fp32 blocks, with the operands the GPU's tensor cores see under `precision`, products summed in
+    the accumulator's type (fp32 on a GPU; whatever a kernel passes, the operands stay TF32)."""
+    out = acc.dtype
     if precision == "tf32":
-        return np.matmul(to_tf32(a), to_tf32(b), dtype=np.float32) + acc
+        return np.matmul(to_tf32(a), to_tf32(b), dtype=out) + acc
     if precision == "tf32x3":
         a_big, b_big = round_tf32(a), round_tf32(b)
         a_small, b_small = to_tf32(a - a_big), to_tf32(b - b_big)
-        part = np.matmul(a_small, b_big, dtype=np.float32) + np.matmul(a_big, b_small, dtype=np.float32)
-        return np.matmul(a_big, b_big, dtype=np.float32) + part + acc
-    return np.matmul(a, b, dtype=np.float32) + acc
+        part = np.matmul(a_small, b_big, dtype=out) + np.matmul(a_big, b_small, dtype=out)
+        return np.matmul(a_big, b_big, dtype=out) + part + acc
+    return np.matmul(a, b, dtype=out) + acc
 
 
 def install() -> None:
@@ -82,7 +84,7 @@ def install() -> None:
     def create_dot(builder: Any, a: Any, b: Any, d: Any, input_precision: Any, *rest: Any) -> Any:
         fp32 = str(a.dtype.scalar) == "fp32" and str(b.dtype.scalar) == "fp32"
         precision = mode(input_precision) if fp32 else "ieee"
-        if precision == "ieee" or d.data.dtype != np.float32:
+        if precision == "ieee":
             return original(builder, a, b, d, input_precision, *rest)
         return TensorHandle(dot(a.data, b.data, d.data, precision), d.dtype.scalar)
 

@@ -25,7 +25,7 @@ class ModelNew(nn.Module):
         M, K = a.shape
         N = b.shape[1]
         c = torch.empty(M, N, dtype=a.dtype)
-        matmul_kernel[(triton.cdiv(M, 32), triton.cdiv(N, 32))](
-            a.contiguous(), b.contiguous(), c, M, N, K, BM=32, BN=32, BK=32
+        matmul_kernel[(triton.cdiv(M, 64), triton.cdiv(N, 64))](
+            a.contiguous(), b.contiguous(), c, M, N, K, BM=64, BN=64, BK=32
         )
         return c
