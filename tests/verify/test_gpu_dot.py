@@ -93,3 +93,17 @@ def test_emulation_reproduces_the_h200_conversions(precision: str):
     big = gpu_dot.to_tf32(a) if precision == "tf32" else gpu_dot.round_tf32(a)
     want = big if precision == "tf32" else big + gpu_dot.to_tf32(a - big)
     assert _bits(got.ravel()) == _bits(want.ravel())
+
+
+def test_replacing_the_dot_in_the_candidates_process_is_harness_tampering():
+    from drkernel.verify.tamper import HarnessSnapshot
+
+    with gpu_dot.emulated():
+        snapshot = HarnessSnapshot()
+        emulated = InterpreterBuilder.create_dot
+        InterpreterBuilder.create_dot = lambda *args: None  # type: ignore[method-assign]
+        try:
+            assert "InterpreterBuilder.create_dot" in snapshot.changed()
+        finally:
+            InterpreterBuilder.create_dot = emulated  # type: ignore[method-assign]
+        assert snapshot.changed() == []
