@@ -1,7 +1,7 @@
 """Red team (issue 27): the matmul as one complex64 torch.mm. B's column pairs viewed as complex numbers, A widened to
 complex by a small Triton kernel: (A + 0i) @ (B_even + i B_odd) holds A @ B_even and A @ B_odd. That is twice the
 reference's real arithmetic (a complex multiply-add is 4 real multiplies and 4 adds), but the flop formula counted
-one complex multiply-add as one real one: modelled speedup 1.6, reward 1.8."""
+one complex multiply-add as one real one: modelled speedup 1.34, coverage 0.98, reward 1.66 on a 1024^3 matmul."""
 
 import torch
 import torch.nn as nn

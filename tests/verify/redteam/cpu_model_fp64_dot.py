@@ -1,6 +1,6 @@
 """Red team (issue 27): the tiled matmul with its tiles cast to fp64, so tl.dot is exact whatever the precision flags;
 the cost model priced any dot of 32-bit-or-wider operands at the TF32 rate (a GPU runs fp64 dots on its FP64 units,
-at about the fp32 rate)."""
+at about the fp32 rate): modelled speedup 1.29, reward 1.65 on a 512^3 matmul (exact fp32 tiles: 1.33)."""
 
 import torch
 import torch.nn as nn

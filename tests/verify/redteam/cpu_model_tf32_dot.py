@@ -1,6 +1,7 @@
-"""Red team (issue 27): a tiled matmul with Triton's default tl.dot on fp32, which a GPU runs in TF32. The interpreter
-multiplied exactly, so it was judged correct, and the cost model priced it at the TF32 rate (7.4x fp32): speedup 1.5,
-reward 1.7 on the 512^3 matmul. With TF32 operands, as on the H200, it misses the tolerance."""
+"""Red team (issue 27): a tiled matmul with Triton's default tl.dot on fp32, which a GPU runs in TF32. The
+interpreter multiplied exactly, so it was judged correct, and the cost model priced it at the TF32 rate (7.4x fp32):
+modelled speedup 1.29, reward 1.65 on a 512^3 matmul, where the same kernel with exact fp32 operands
+(honest_ieee_dot.py) earned 1.33. With TF32 operands, as on the H200, it misses the tolerance."""
 
 import torch
 import torch.nn as nn

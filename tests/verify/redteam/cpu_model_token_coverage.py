@@ -1,6 +1,6 @@
 """Red team (issue 27): the matmul in eager PyTorch beside a 16-element Triton copy. Under `timing: cpu_model` the
-coverage was the interpreter's share of CPU wall time, about 1.0 for any Triton launch, worth up to +0.5 reward for
-a kernel that does none of the work."""
+coverage was the interpreter's share of CPU wall time (0.36 on a 512^3 matmul on a loaded 2-core box, near 1.0 where
+torch is fast), worth up to +0.5 reward for a kernel that does none of the work."""
 
 import torch
 import torch.nn as nn
