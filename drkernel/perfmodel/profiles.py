@@ -20,6 +20,7 @@ class GpuProfile:
     fp32_flops: float  # plain FP32 (CUDA cores): eager PyTorch fp32 matmuls (TF32 off by default)
     tf32_flops: float  # tensor-core TF32: tl.dot on fp32 operands (input_precision="tf32", Triton's default)
     bf16_flops: float  # tensor-core fp16/bf16 (dense)
+    fp64_flops: float  # FP64 matrix rate: tl.dot on fp64 operands, eager fp64 / complex128 matmuls
     launch_overhead_s: float  # host-side cost of one kernel launch
     compute_units: int  # SMs (AI cores on Ascend): a grid of fewer programs leaves the rest idle
     sources: dict[str, str] = field(default_factory=dict)
@@ -30,6 +31,7 @@ class GpuProfile:
             "tf32": self.tf32_flops,
             "bf16": self.bf16_flops,
             "tf32x3": self.tf32_flops / 3,
+            "fp64": self.fp64_flops,
             "vector": self.fp32_flops,
         }.get(precision, self.fp32_flops)
 
@@ -42,6 +44,7 @@ H200 = GpuProfile(
     fp32_flops=67e12,
     tf32_flops=495e12,
     bf16_flops=788e12,
+    fp64_flops=67e12,
     launch_overhead_s=4e-6,
     compute_units=132,
     sources={
@@ -52,6 +55,7 @@ H200 = GpuProfile(
         "fp32_flops": "datasheet (H200 SXM = H100 SXM arithmetic): 67 TFLOP/s",
         "tf32_flops": "datasheet dense TF32 (989 with sparsity): 495 TFLOP/s",
         "bf16_flops": "measured: 8192^3 bf16 matmul through PyTorch, 769-798 TFLOP/s on random data (KINDS.md)",
+        "fp64_flops": "datasheet (H200 SXM = H100 SXM): FP64 tensor core 67 TFLOP/s",
         "launch_overhead_s": "estimate: a few microseconds per launch from Python (eager aten or Triton's launcher)",
         "compute_units": "read on the lent H200 (torch.cuda.get_device_properties: 132 SMs)",
     },
@@ -65,6 +69,7 @@ A100 = GpuProfile(
     fp32_flops=19.5e12,
     tf32_flops=156e12,
     bf16_flops=312e12,
+    fp64_flops=19.5e12,
     launch_overhead_s=4e-6,
     compute_units=108,
     sources={
@@ -74,6 +79,7 @@ A100 = GpuProfile(
         "fp32_flops": "datasheet: 19.5 TFLOP/s",
         "tf32_flops": "datasheet dense: 156 TFLOP/s",
         "bf16_flops": "datasheet dense: 312 TFLOP/s",
+        "fp64_flops": "datasheet: FP64 tensor core 19.5 TFLOP/s",
         "launch_overhead_s": "estimate, as for the H200",
         "compute_units": "datasheet: 108 SMs",
     },
@@ -87,6 +93,7 @@ ASCEND_910B = GpuProfile(
     fp32_flops=40e12,
     tf32_flops=160e12,
     bf16_flops=313e12,
+    fp64_flops=40e12,
     launch_overhead_s=8e-6,
     compute_units=24,
     sources={
@@ -96,6 +103,7 @@ ASCEND_910B = GpuProfile(
         "fp32_flops": "estimate (vector units), unverified",
         "tf32_flops": "estimate (hf32 on the cube unit)",
         "bf16_flops": "vendor figure for 910B3: about 313 TFLOP/s fp16/bf16 (unverified)",
+        "fp64_flops": "estimate, unverified: no figure found (the cube unit has no fp64); the fp32 vector rate assumed",
         "launch_overhead_s": "estimate: task launch through torch_npu is slower than CUDA",
         "compute_units": "estimate: 910B variants report 20-25 AI cores; 24 assumed (unverified)",
     },

@@ -5,8 +5,8 @@ the element addresses (a numpy array) and the mask; `tl.dot` goes through `creat
 blocks (`tl.dot_scaled` through `create_dot_scaled`). Wrapping those methods (for the duration of a
 `TritonCounter` only) counts each launch: unique bytes read and written (each byte once per launch, whatever
 the width of the accesses that touched it), bytes re-read across programs (bytes another program of the
-launch loaded: L2) and within one program (L1 / shared memory), matmul flops by precision
-("tf32", "bf16", "fp32"), other elementwise work ("vector": every integer or floating-point op, one per result
+launch loaded: L2) and within one program (L1 / shared memory), matmul flops by precision ("tf32", "tf32x3",
+"bf16", "fp32", "fp64"), other elementwise work ("vector": every integer or floating-point op, one per result
 element; reductions and scans one per element reduced), and the programs of the grid.
 
 With `allowed` address ranges every access is checked before it happens: an access outside them raises
@@ -59,9 +59,13 @@ class Unsupported(RuntimeError):
 
 
 def _precision(a: Any, input_precision: Any) -> str:
+    """The pipe a GPU runs this dot on. input_precision matters for fp32 operands only: fp64 operands run on the
+    FP64 units whatever it says (red-team finding: an fp64 dot was priced at the TF32 rate, 7.4x fp32's)."""
     ty = a.dtype.scalar if hasattr(a.dtype, "scalar") else a.dtype
     if ty.primitive_bitwidth <= 16:
         return "bf16"
+    if ty.primitive_bitwidth == 64:
+        return "fp64"
     text = str(input_precision).upper()
     if "IEEE" in text:
         return "fp32"

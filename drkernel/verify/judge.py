@@ -864,7 +864,8 @@ class Judge:
         """The candidate's coverage pass on fresh input sets staged for it, outputs compared like every call.
         Its report comes from the candidate's process, so it may only lower the reward: on CPU the kernel
         time it claims is capped by the pass's round trip on this clock; on accelerators a claim above the
-        judge's timing of the calls voids it."""
+        judge's timing of the calls voids it. Under `timing: cpu_model` the coverage is the replay's modelled
+        Triton share of device time instead (interpreter wall time says nothing of a GPU's; issue 27)."""
         self.enter("coverage")
         t0 = time.perf_counter()
         n = min(COVERAGE_CALLS[self.device], self.sets_that_fit())
@@ -877,7 +878,11 @@ class Judge:
         if h["collisions"]:
             self.v.details["coverage_name_collisions"] = h["collisions"]
         coverage = fraction
-        if self.device == "cpu" and fraction is not None:
+        if self.v.timing_source == "cpu_model":  # the modelled Triton share of device time, not interpreter time
+            self.v.details["coverage_in_process"] = fraction
+            self.v.details["coverage_source"] = "cpu_model: modelled Triton share of device time"
+            coverage = self.v.details["cpu_model"]["candidate"].get("triton_share", 0.0)
+        elif self.device == "cpu" and fraction is not None:
             trusted = min(1.0, (kernel_ms or 0.0) * n / max(pass_s * 1e3, 1e-9))
             self.v.details["coverage_pass_ms_judge"] = round(pass_s * 1e3, 6)
             if trusted < fraction:
@@ -909,7 +914,7 @@ class Judge:
             "coverage",
             True,
             f"{coverage if coverage is None else round(coverage, 4)} of the time in the "
-            f"candidate's own Triton kernels ({h['source']}, {n} fresh checked calls)",
+            f"candidate's own Triton kernels ({self.v.details['coverage_source']}, {n} fresh checked calls)",
         )
 
     def measure_input_bytes(self) -> int:

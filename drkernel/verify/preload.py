@@ -14,7 +14,10 @@ import triton
 import triton.language
 import triton.runtime.interpreter
 
-from drkernel.verify import candidate_process, devices, entry, judge, reference_process
+from drkernel.verify import candidate_process, devices, entry, gpu_dot, judge, reference_process
+
+if TRITON_INTERPRET:  # every child's tl.dot on fp32 with the GPU's TF32 operands, before any harness snapshot
+    gpu_dot.install()
 
 # The pid of the process that imported this module: in a fork-server child it differs from the
 # child's own pid only when the fork-server really preloaded it (it swallows a failed preload).

@@ -227,20 +227,21 @@ NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 def _trace_ref(v: Any) -> dict[str, Any]:
     if not isinstance(v, dict):
         raise ProtocolError("a buffer reference is an object")
-    _keys(v, {"buf", "offset", "shape", "stride", "dtype"})
+    _keys(v, {"buf", "offset", "shape", "stride", "dtype", "conj", "neg"})
     dtype = _text(20)(v.get("dtype"))
     if dtype not in ITEMSIZE:
         raise ProtocolError(f"dtype {_show(dtype)} is not one the replay knows")
     shape, stride = _shape(v.get("shape")), _shape(v.get("stride"))
     if len(shape) != len(stride):
         raise ProtocolError("shape and stride differ in length")
+    bits = {k: True for k in ("conj", "neg") if _flag(v.get(k, False))}
     return {
         "buf": _int(0, MAX_TRACE_BUFFERS)(v.get("buf")),
         "offset": _int(0, MAX_DIM)(v.get("offset")),
         "shape": shape,
         "stride": stride,
         "dtype": dtype,
-    }
+    } | bits
 
 
 def _trace_value(v: Any, depth: int = 0) -> Any:

@@ -25,10 +25,10 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_flatten
 
-from drkernel.perfmodel import LaunchCount, get_profile, model_time
+from drkernel.perfmodel import LaunchCount, ModelledTime, get_profile, model_time
 from drkernel.perfmodel.aten_count import AtenCounter
 from drkernel.perfmodel.triton_count import OutsideBuffers, TritonCounter, Unsupported
-from drkernel.verify import problem, protocol, tensors
+from drkernel.verify import gpu_dot, problem, protocol, tensors
 from drkernel.verify.gate import check_source
 
 MAX_PROGRAMS = 1 << 20  # programs of one replayed launch
@@ -251,7 +251,12 @@ class Replay:
             last = ref["offset"] + sum((n - 1) * s for n, s in zip(ref["shape"], ref["stride"]))
             if (last + 1) * item > storage.nbytes():
                 raise ReplayFailed(f"a view reaches past the end of buffer {ref['buf']}")
-        return torch.empty(0, dtype=dtype).set_(storage, ref["offset"], ref["shape"], ref["stride"])
+        t = torch.empty(0, dtype=dtype).set_(storage, ref["offset"], ref["shape"], ref["stride"])
+        if ref.get("conj"):
+            if not t.is_complex():
+                raise ReplayFailed("a conjugate view of a real tensor")
+            t = t.conj()
+        return torch._neg_view(t) if ref.get("neg") else t
 
     def value(self, v: Any) -> Any:
         if not isinstance(v, dict):
@@ -284,11 +289,12 @@ class Replay:
             self._allow()
         elif held.data_ptr() != s.data_ptr():
             raise ReplayFailed(f"an operator wrote somewhere other than buffer {ref['buf']}")
-        if (list(t.shape), list(t.stride()), t.storage_offset(), str(t.dtype).removeprefix("torch.")) != (
+        if (list(t.shape), list(t.stride()), t.storage_offset(), str(t.dtype).removeprefix("torch."), _bits(t)) != (
             ref["shape"],
             ref["stride"],
             ref["offset"],
             ref["dtype"],
+            (bool(ref.get("conj")), bool(ref.get("neg"))),
         ):
             raise ReplayFailed("an operator's output differs in layout from the trace's")
 
@@ -349,6 +355,10 @@ class Replay:
         return [self.view(r).clone() for r in self.trace["outputs"]]
 
 
+def _bits(t: torch.Tensor) -> tuple[bool, bool]:
+    return t.is_conj(), t.is_neg()
+
+
 def _why(err: BaseException) -> str:
     chain: list[BaseException] = []
     cur: BaseException | None = err
@@ -393,7 +403,7 @@ def model_candidate(
         "cand_s": 0.0,
         "ref_s": ref_time.seconds,
         "cand": {},
-        "ref": _summary(ref_time.as_json()),
+        "ref": _summary(ref_time),
         "launches": [],
     }
     try:
@@ -401,7 +411,8 @@ def model_candidate(
         replay = Replay(
             trace, payload, committed, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs], kernels, names
         )
-        out = replay.run()
+        with gpu_dot.emulated():  # tl.dot as the GPU computes it: priced at TF32, computed with TF32 operands
+            out = replay.run()
     except ReplayFailed as err:
         return {**base, "verdict": "mismatch", "message": str(err)}
     ok, message, _ = tensors.compare(ref_out, out, options["atol"], options["rtol"], options["correctness"])
@@ -422,13 +433,16 @@ def model_candidate(
         "verdict": "match",
         "message": "",
         "cand_s": cand_time.seconds,
-        "cand": _summary(cand_time.as_json()),
+        "cand": _summary(cand_time),
         "launches": launches,
     }
 
 
-def _summary(d: dict[str, Any]) -> dict[str, float]:
-    return {k: float(v) for k, v in d.items()}
+def _summary(t: ModelledTime) -> dict[str, float]:
+    """The modelled time's figures, and the Triton share of device time where there is device time (the coverage
+    the judge uses under this model)."""
+    share = t.triton_share
+    return {k: float(v) for k, v in t.as_json().items()} | ({} if share is None else {"triton_share": share})
 
 
 def main(spec: dict[str, Any], conn: Any) -> None:
@@ -514,7 +528,8 @@ def trace_locally(
     cand_model = problem.build_model(getattr(cand_module, entry_point + "New"), args, kwargs, backend)
     committed, state = tracing.commit_state(cand_model, vars(cand_module))
     seen = problem.make_inputs(ref_module, trace_seed, backend)
-    header, payload = tracing.record(lambda: cand_model(*seen), seen, state, _flatten)
+    with gpu_dot.emulated():  # as in the verifier's candidate process (the fork-server installs it)
+        header, payload = tracing.record(lambda: cand_model(*seen), seen, state, _flatten)
     trace = protocol.validate({"type": "trace", **header})
     unseen = problem.make_inputs(ref_module, replay_seed, backend)
     ref_out, ref_counts = count_reference(ref_model, unseen)

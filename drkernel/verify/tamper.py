@@ -67,6 +67,9 @@ def _guarded(extra: list[tuple[Any, str]]) -> list[tuple[Any, str]]:
     if hasattr(torch, "npu"):
         pairs += [(torch.npu, n) for n in ("synchronize", "Event", "current_stream") if hasattr(torch.npu, n)]
     pairs += [(torch.profiler, "profile")]
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    if interpreter is not None:  # the dot with the GPU's operand precision (drkernel.verify.gpu_dot)
+        pairs += [(interpreter.InterpreterBuilder, "create_dot")]
     return pairs + extra
 
 

@@ -16,7 +16,8 @@ Trace format (JSON, validated by protocol.validate_trace):
   [...], "kwargs": {...}, "outs": [ref | null ...]} | {"op": "launch", "kernel": name, "grid": [x, y, z],
   "args": {param: value}}.
 - outputs: [ref ...], the tensors the forward returned.
-A ref is {"buf": id, "offset": elements, "shape": [...], "stride": [...], "dtype": name}; a value is
+A ref is {"buf": id, "offset": elements, "shape": [...], "stride": [...], "dtype": name}, plus "conj": true /
+"neg": true for a lazily conjugated / negated view (torch's conj and neg bits); a value is
 null, bool, int, float, {"float": "inf"|"-inf"|"nan"}, {"t": ref}, {"list": [...]}, {"dtype": name},
 {"device": name}, {"layout": name}, {"memory_format": name}, or a short string.
 """
@@ -133,13 +134,16 @@ class TraceRecorder(TorchDispatchMode):
                 raise TraceError("a tensor that is neither an input, committed state, nor made in this forward")
             bid = self._new(ptr, {"kind": "state", "nbytes": held.untyped_storage().nbytes()})
             self.state_tensors[bid] = held
-        return {
+        ref = {
             "buf": bid,
             "offset": t.storage_offset(),
             "shape": list(t.shape),
             "stride": list(t.stride()),
             "dtype": str(t.dtype).removeprefix("torch."),
         }
+        # A lazy conjugate or negation (x.conj(), x.conj().imag) is a view the operator resolves itself: without
+        # the bit the replay would run different arithmetic from this forward.
+        return ref | ({"conj": True} if t.is_conj() else {}) | ({"neg": True} if t.is_neg() else {})
 
     def value(self, v: Any) -> Any:
         if isinstance(v, torch.Tensor):

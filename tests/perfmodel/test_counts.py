@@ -188,3 +188,55 @@ def test_one_program_computes_on_one_sm_and_its_large_rereads_go_to_l2():
     overhead = H200.launch_overhead_s
     assert launch_seconds(matmul, H200) - overhead == pytest.approx(132 * 2.0 * 1024**3 / 495e12)
     assert launch_seconds(spread, H200) - overhead == pytest.approx(2.0 * 1024**3 / 495e12)
+
+
+def test_fp64_dot_is_priced_at_the_fp64_rate():
+    """Red-team finding (issue 27): an fp64 tl.dot, exact on any device, was priced at the TF32 rate."""
+    a, b, c = torch.randn(16, 16), torch.randn(16, 16), torch.empty(16, 16)
+    with TritonCounter() as cnt:
+        k.fp64_dot_kernel[(1,)](a, b, c, N=16)
+    got = _one(cnt)
+    torch.testing.assert_close(c, a @ b)
+    assert got.flops["fp64"] == 2.0 * 16**3 and "tf32" not in got.flops
+    work = dataclasses.replace(got, flops={"fp64": 67e12}, programs=None)
+    assert launch_seconds(work, H200) == pytest.approx(1.0 + 4e-6)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "precision", "per_mac"),
+    [
+        (torch.complex64, "fp32", 8),
+        (torch.complex128, "fp64", 8),
+        (torch.float64, "fp64", 2),
+        (torch.float32, "fp32", 2),
+    ],
+)
+def test_eager_matmul_counts_real_arithmetic_at_its_precision(dtype, precision, per_mac):
+    """Red-team finding (issue 27): torch's flop formulas count a complex multiply-add as one real one (2 flops; it
+    is 4 real multiplies and 4 adds), so a matmul done as a complex mm of half the width was priced at half price."""
+    m, kk, n = 8, 16, 4
+    x, y = torch.randn(m, kk, dtype=dtype), torch.randn(kk, n, dtype=dtype)
+    with AtenCounter() as ref:
+        torch.mm(x, y)
+    (r,) = ref.launches
+    item = torch.empty(0, dtype=dtype).element_size()
+    assert (r.flops, r.read_bytes, r.write_bytes) == (
+        {precision: per_mac * m * kk * n},
+        (m + n) * kk * item,
+        m * n * item,
+    )
+
+
+def test_modelled_triton_share_is_of_device_time():
+    """Coverage under the CPU model (issue 27): the Triton launches' share of device time, launch overheads left out
+    (a profiler times kernels, not launches), so a token kernel beside an eager matmul covers next to nothing."""
+    a, b, o = torch.randn(256, 256), torch.randn(256, 256), torch.empty(16)
+    with AtenCounter() as ref:
+        out = torch.mm(a, b)
+    with TritonCounter() as c:
+        k.add_kernel[(1,)](out, out, o, 16, BLOCK=16)
+    t = model_time(ref.launches + c.launches, H200)
+    mm, token = (launch_seconds(x, H200) - 4e-6 for x in ref.launches + c.launches)
+    assert (t.kernel_seconds, t.triton_seconds) == (pytest.approx(mm + token), pytest.approx(token))
+    assert t.triton_share == pytest.approx(token / (mm + token)) and t.triton_share < 0.01
+    assert model_time(c.launches, H200).triton_share == 1.0 and model_time([], H200).triton_share is None

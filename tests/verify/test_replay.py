@@ -477,3 +477,94 @@ def test_answer_handed_over_as_a_literal_tensor_fails(tmp_path):
     assert check_source(HOST_LITERAL_TENSOR).passed
     m = model_candidate(**trace_locally(SUM_REF, HOST_LITERAL_TENSOR, str(tmp_path)), options=OPTS)
     assert m["verdict"] == "mismatch" and "never saw" in m["message"]
+
+
+# -- issue 27: the dot's operand precision, complex arithmetic, conj / neg bits ---------------------------------
+REDTEAM = Path(__file__).resolve().parent / "redteam"
+LONG_K_REF = (REDTEAM / "ref_matmul_long_k.py").read_text()
+
+
+def test_dot_is_replayed_with_the_operands_it_is_priced_at(tmp_path):
+    """Red-team findings: Triton's default dot on fp32 (TF32 on a GPU) replayed exactly and was priced at the TF32
+    rate, and so was a dot of tiles cast to fp64. Replayed with TF32 operands, the default dot misses the tolerance
+    on a 1024-long sum as it does on an H200; exact fp32 ("ieee") and 3xTF32 match and are priced at their own rates
+    (67 and 495/3 TFLOP/s on the H200)."""
+    got = {
+        name: model_candidate(
+            **trace_locally(LONG_K_REF, (REDTEAM / f"{name}.py").read_text(), str(tmp_path / name)), options=OPTS
+        )
+        for name in ("cpu_model_tf32_dot", "honest_ieee_dot", "honest_tf32x3_dot", "cpu_model_fp64_dot")
+    }
+    tf32, ieee, x3, fp64 = got.values()
+    assert tf32["verdict"] == "mismatch" and "values differ" in tf32["message"]
+    assert ieee["verdict"] == x3["verdict"] == "match", (ieee["message"], x3["message"])
+    assert ieee["cand"]["launches"] == x3["cand"]["launches"] == 1
+    assert ieee["cand_s"] > x3["cand_s"]  # same kernel, same bytes: only the dot's rate differs
+    # tiles cast to fp64: exact, and run on the FP64 units (67 TFLOP/s on the H200, as fp32), not at the TF32 rate
+    assert fp64["verdict"] == "match" and fp64["cand_s"] >= ieee["cand_s"]
+
+
+CONJ_MATMUL = (
+    HEAD
+    + """
+@triton.jit
+def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(dst + offs, tl.load(src + offs, mask=m), mask=m)
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        ia = torch.view_as_complex(torch.stack((torch.zeros_like(a), a), -1))  # i a
+        ib = torch.view_as_complex(torch.stack((torch.zeros_like(b), b), -1))  # i b
+        c = torch.mm(ia.conj(), ib).real.contiguous()  # (-i a)(i b) = a b: mm resolves the conj bit itself
+        out = torch.empty_like(c)
+        copy_kernel[(triton.cdiv(c.numel(), 1024),)](c, out, c.numel(), BLOCK=1024)
+        return out
+"""
+)
+
+NEG_CHAIN = (
+    HEAD
+    + """
+@triton.jit
+def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(dst + offs, tl.load(src + offs, mask=m), mask=m)
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        z = torch.view_as_complex(torch.stack((x, -x), -1))  # x - i x
+        y = z.conj().imag * 2.0  # imag of a conjugate view is a negated view (neg bit) of -x: 2x
+        y = torch.relu(y + 1.0)
+        out = torch.empty_like(y)
+        copy_kernel[(triton.cdiv(y.numel(), 1024),)](y, out, y.numel(), BLOCK=1024)
+        return out
+"""
+)
+
+
+def _tensor_args(event: dict) -> list[dict]:
+    args = event["args"] if event["op"] == "aten" else []
+    return [a["t"] for a in args if isinstance(a, dict) and "t" in a]
+
+
+@pytest.mark.parametrize(("reference", "candidate"), [(MATMUL_REF, CONJ_MATMUL), (CHAIN_REF, NEG_CHAIN)])
+def test_lazy_conjugate_and_negated_views_replay_as_they_ran(tmp_path, reference, candidate):
+    """Operators resolve torch's conj and neg bits themselves; the trace carries them, so the replay runs the
+    forward's arithmetic (without them it replayed (i a)(i b) = -ab and x * 2 = -2x: an honest forward failed)."""
+    parts = trace_locally(reference, candidate, str(tmp_path))
+    assert any(r.get("conj") or r.get("neg") for e in parts["trace"]["events"] for r in _tensor_args(e))
+    m = model_candidate(**parts, options=OPTS)
+    assert m["verdict"] == "match", m["message"]
+    flipped = copy.deepcopy(parts["trace"])  # the same trace with the bits dropped replays other arithmetic
+    for e in flipped["events"]:
+        for r in _tensor_args(e):
+            r.pop("conj", None), r.pop("neg", None)
+    assert model_candidate(**{**parts, "trace": flipped}, options=OPTS)["verdict"] == "mismatch"
+    bad = copy.deepcopy(parts["trace"])
+    bad["events"][-1]["args"]["src"]["t"]["conj"] = True  # a conjugate view of a real tensor
+    assert protocol.validate({"type": "trace", **bad})["events"][-1]["args"]["src"]["t"]["conj"] is True
+    m = model_candidate(**{**parts, "trace": bad}, options=OPTS)
+    assert m["verdict"] == "mismatch" and "conjugate view of a real tensor" in m["message"]

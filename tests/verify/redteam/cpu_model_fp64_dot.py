@@ -1,0 +1,32 @@
+"""Red team (issue 27): the tiled matmul with its tiles cast to fp64, so tl.dot is exact whatever the precision flags;
+the cost model priced any dot of 32-bit-or-wider operands at the TF32 rate (a GPU runs fp64 dots on its FP64 units,
+at about the fp32 rate): modelled speedup 1.29, reward 1.65 on a 512^3 matmul (exact fp32 tiles: 1.33)."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def matmul_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.float64)
+    for k in range(0, K, BK):
+        x = tl.load(a + rm[:, None] * K + (k + rk)[None, :], mask=(rm[:, None] < M) & (k + rk < K)[None, :], other=0.0)
+        y = tl.load(b + (k + rk)[:, None] * N + rn[None, :], mask=(k + rk < K)[:, None] & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(x.to(tl.float64), y.to(tl.float64), acc)
+    tl.store(c + rm[:, None] * N + rn[None, :], acc.to(tl.float32), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        M, K = a.shape
+        N = b.shape[1]
+        c = torch.empty(M, N, dtype=a.dtype)
+        matmul_kernel[(triton.cdiv(M, 64), triton.cdiv(N, 64))](
+            a.contiguous(), b.contiguous(), c, M, N, K, BM=64, BN=64, BK=32
+        )
+        return c
