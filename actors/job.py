@@ -32,10 +32,12 @@ from actors.rollout_pool import RolloutPool, worker_factory
 from actors.trainer import create_trainer_group
 from actors.trajectory_queue import TrajectoryQueue
 from drkernel.config.train import TrainConfig
-from drkernel.log import Progress, get_logger, kv, setup_logging
+from drkernel.log import Progress, get_logger, kv, serve_logging_config, setup_logging
 from drkernel.rollout.group import FinishedGroup
+from drkernel.sft.warm_start import with_sft_paths
 from drkernel.train.checkpoint import latest_checkpoint
 from drkernel.train.metrics import MetricsWriter
+from drkernel.train.report import config_digest, speed_source, throughput
 
 log = get_logger("train")
 REPO = Path(__file__).resolve().parents[1]
@@ -55,19 +57,40 @@ def _worker_pythonpath() -> str:
     return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
 
 
-def resolve_model_path(cfg: TrainConfig) -> str:
-    """policy.model_path, else the SFT checkpoint of this config (trained first when it does not exist)."""
+def resolve_model_path(cfg: TrainConfig, allow_sft: bool = True) -> tuple[str, float]:
+    """(model folder, seconds spent on SFT): policy.model_path, else the SFT checkpoint of this config, made
+    first when missing, after saying what that costs (or refusing, `allow_sft=False`). A lock beside the
+    checkpoint lets concurrent jobs of one config make it once."""
     if cfg.policy.model_path:
         if not (Path(cfg.policy.model_path) / "config.json").is_file():
             raise FileNotFoundError(f"policy.model_path {cfg.policy.model_path} holds no HF model (config.json)")
-        return cfg.policy.model_path
+        return cfg.policy.model_path, 0.0
+    from filelock import FileLock
+
+    from drkernel.sft.warm_start import SFTRequired, is_complete, plan_sft
+
     sft_dir = Path(cfg.sft.output_dir)
-    if not (sft_dir / "config.json").is_file():
+    if is_complete(sft_dir):
+        log.info("policy: the SFT checkpoint of this config, %s (no SFT needed)", sft_dir)
+        return str(sft_dir), 0.0
+    plan = plan_sft(cfg)
+    if not allow_sft:
+        raise SFTRequired(
+            f"policy.model_path is unset and this config's SFT checkpoint {sft_dir} does not exist; --no-sft refuses "
+            f"to make it ({plan.steps} steps). Make it first with `drkernel sft` and the same config, or set "
+            "policy.model_path=<an HF model folder>"
+        )
+    sft_dir.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{sft_dir}.lock"):
+        if is_complete(sft_dir):  # another job of this config made it while this one waited
+            return str(sft_dir), 0.0
+        log.warning("no SFT checkpoint of this config yet: %s", plan.describe())
+        log.warning("to stop instead: Ctrl-C or `ray job stop`; `--no-sft` refuses; policy.model_path skips SFT")
         from drkernel.sft.stage import run_sft_stage
 
-        log.info("no SFT checkpoint at %s: running the SFT warm start first", sft_dir)
+        t0 = time.monotonic()
         run_sft_stage(cfg, log=log.info)
-    return str(sft_dir)
+        return str(sft_dir), time.monotonic() - t0
 
 
 def prompt_file(cfg: TrainConfig) -> str:
@@ -150,8 +173,12 @@ def absolute_paths(cfg: TrainConfig) -> TrainConfig:
 class TrainJob:
     """One training run; `main()` = setup, run, cleanup, returning the run's summary."""
 
-    def __init__(self, cfg: TrainConfig, resume: bool = False, address: str | None = None) -> None:
-        cfg = absolute_paths(cfg)
+    def __init__(
+        self, cfg: TrainConfig, resume: bool = False, address: str | None = None, allow_sft: bool = True
+    ) -> None:
+        cfg = with_sft_paths(absolute_paths(cfg))
+        self.allow_sft = allow_sft
+        self.sft_wall_s = 0.0
         self.cfg = cfg
         self.resume = resume
         self.address = address or os.environ.get("RAY_ADDRESS")
@@ -202,7 +229,9 @@ class TrainJob:
                     f"or --resume to take over the apps a killed run of this job left behind)"
                 )
             log.warning("replacing Serve app %s left behind by the run being resumed", name)
-        serve.run(app, name=name, route_prefix=route_prefix)
+        serve.run(
+            app, name=name, route_prefix=route_prefix, logging_config=serve_logging_config(self.cfg.logging.verbose)
+        )
         self._apps.append(name)
 
     def _deploy_verifier(self) -> Any:
@@ -237,13 +266,16 @@ class TrainJob:
         cfg = self.cfg
         setup_logging(cfg.logging.json_logs or None)  # None: the environment (`--log-json`) decides
         self.out.mkdir(parents=True, exist_ok=True)
-        model_path = resolve_model_path(cfg)
+        model_path, self.sft_wall_s = resolve_model_path(cfg, self.allow_sft)
         self.prompts = prompt_file(cfg)
         checkpoint = latest_checkpoint(self.out / "checkpoints") if self.resume else None
         if self.resume and checkpoint is None:
             raise FileNotFoundError(f"--resume: no checkpoint under {self.out / 'checkpoints'}")
         self._start_ray()
-        serve.start(http_options={"host": cfg.policy.http_host, "port": cfg.policy.http_port})
+        serve.start(
+            http_options={"host": cfg.policy.http_host, "port": cfg.policy.http_port},
+            logging_config=serve_logging_config(cfg.logging.verbose),
+        )
         log.info("ray %s; model %s; prompts %s", ray.get_runtime_context().gcs_address, model_path, self.prompts)
 
         from transformers import AutoTokenizer
@@ -369,6 +401,7 @@ class TrainJob:
         self.pool.start()
         rollouts = asyncio.ensure_future(self.pool.wait())
         t_run, tokens = time.monotonic(), 0
+        t_last, first_step = t_run, self.step
         bar = Progress(cfg.trainer.total_steps, "train steps", every_s=60.0, initial=self.step)  # + a line per step
         while self.step < cfg.trainer.total_steps:
             groups = await self.queue.get_batch.remote(cfg.queue.groups_per_step, 5.0)
@@ -384,25 +417,29 @@ class TrainJob:
                 await self.pool.stop()
             metrics = await self._train_once(groups, t_run, tokens)
             tokens += int(metrics["rollout/tokens"])
+            now = time.monotonic()
+            metrics["throughput/step_tokens_per_s"] = metrics["rollout/tokens"] / max(now - t_last, 1e-9)
+            eta_s = (now - t_run) / (self.step - first_step) * (cfg.trainer.total_steps - self.step)
+            t_last = now
             self.history.append(metrics)
             self.writer.write(self.step, metrics)
             self.gauges.set(metrics)
             bar.update()
             log.info(
-                "step %d/%d %s",
+                "step %d/%d | %s | ETA %ds",
                 self.step,
                 cfg.trainer.total_steps,
                 kv(
                     {
-                        "version": int(self.version),
                         "reward": metrics.get("rollout/reward_mean", 0.0),
                         "correct": metrics.get("rollout/correct_rate", 0.0),
                         "fast1": metrics.get("rollout/fast1", 0.0),
                         "staleness": int(metrics["staleness/max"]),
-                        "tok/s": metrics["throughput/tokens_per_s"],
-                        "step_s": metrics["time/step_s"],
+                        "tok/s": metrics["throughput/step_tokens_per_s"],
+                        "version": int(self.version),
                     }
                 ),
+                round(eta_s),
             )
             if self.step % cfg.logging.samples_every == 0:
                 self.writer.write_samples(self.step, [group_sample(g) for g in groups[: cfg.logging.samples_per_dump]])
@@ -459,6 +496,9 @@ class TrainJob:
             ray.shutdown()
 
     def summary(self, wall_s: float) -> dict[str, Any]:
+        """The run in numbers; tokens/s three ways: per step, over the RL loop, end to end (setup and SFT too)."""
+        from drkernel.train.checkpoint import provenance
+
         h = self.history
         return {
             "steps": self.step,
@@ -466,15 +506,32 @@ class TrainJob:
             "reward_mean_per_step": [m.get("rollout/reward_mean", 0.0) for m in h],
             "correct_rate_per_step": [m.get("rollout/correct_rate", 0.0) for m in h],
             "fast1_per_step": [m.get("rollout/fast1", 0.0) for m in h],
+            "speedup_correct_median_per_step": [m.get("rollout/speedup_correct_median") for m in h],
             "max_staleness_observed": max((int(m["staleness/max"]) for m in h), default=0),
             "trajectories": int(sum(m.get("rollout/trajectories", 0.0) for m in h)),
             "verifier_calls": int(sum(m.get("rollout/verifier_calls", 0.0) for m in h)),
-            "tokens_per_s": h[-1]["throughput/tokens_per_s"] if h else 0.0,
+            **throughput(h, wall_s),
             "wall_s": round(wall_s, 1),
+            "sft_wall_s": round(self.sft_wall_s, 1),
+            "commit": provenance()["git_commit"],
+            "config_digest": config_digest(self.cfg),
             "trained_group_ids": self.trained_group_ids,
             "nodes_used": self.nodes_used,
             "output_dir": str(self.out),
         }
+
+    def write_plots(self) -> list[Path]:
+        """The run's PNGs under <output_dir>/plots (titled with the run's folder name)."""
+        from drkernel.rl.rewards import reward_range
+        from drkernel.train.plots import write_plots
+
+        return write_plots(
+            self.history,
+            self.out / "plots",
+            run_name=self.out.name,
+            reward_range=reward_range(self.cfg.algorithm.reward),
+            speed_source=speed_source(self.cfg),
+        )
 
     def main(self) -> dict[str, Any]:
         """setup -> run -> cleanup; SIGTERM (ray job stop) and Ctrl-C stop at once and still clean up."""
@@ -483,6 +540,7 @@ class TrainJob:
         try:
             self.setup()
             self.run()
+            log.info("plots: %s", ", ".join(str(p) for p in self.write_plots()))
         finally:
             try:
                 self.cleanup()

@@ -61,6 +61,12 @@ def setup_logging(json_lines: bool | None = None, level: int | str | None = None
     root.propagate = False
 
 
+def serve_logging_config(verbose: bool) -> dict[str, Any]:
+    """Ray Serve `logging_config` of the apps the project deploys: a line per request only when asked for
+    (`--verbose`); otherwise access lines (`CALL verify OK 13.0ms`) bury the progress (409 of a demo's 585 lines)."""
+    return {"enable_access_log": verbose}
+
+
 def get_logger(name: str) -> logging.Logger:
     """A logger under the project's root, e.g. get_logger("train") -> "drkernel.train"."""
     return logging.getLogger(name if name.startswith(_ROOT) else f"{_ROOT}.{name}")

@@ -2,14 +2,16 @@
 
 Each module named in COMMANDS exposes `add_arguments(parser)` and `run(args) -> int`. Modules are
 imported only when their subcommand runs, so `drkernel verify` never pays for Ray or transformers.
-Usage errors exit 2 with one line on stderr and no traceback. Log lines and progress go to stderr
-(drkernel.log), as text or, with `--log-json`, as JSON lines; stdout carries only results.
+Usage errors exit 2 with one line on stderr and no traceback (with `--json`, also one JSON object on stdout).
+Log lines and progress go to stderr (drkernel.log), as text or, with `--log-json`, as JSON lines; stdout
+carries only results.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import sys
 
@@ -61,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(importlib.import_module(args._module).run(args) or 0)
     except UsageError as e:
         print(str(e), file=sys.stderr)
+        if "--json" in argv:  # stdout was promised exactly one JSON object: a usage error is one too
+            print(json.dumps({"status": "usage_error", "error": {"kind": "usage", "message": str(e)}}))
         return 2
 
 

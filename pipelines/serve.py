@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from drkernel.config.base import ConfigError, apply_overrides
-from drkernel.log import get_logger
+from drkernel.log import get_logger, serve_logging_config
 from drkernel.verify.devices import resolve_device
 from pipelines.cli import UsageError
 
@@ -58,6 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Ray cluster to join (e.g. 127.0.0.1:6379); default: start a new local Ray",
     )
     parser.add_argument("--num-cpus", type=float, help="CPUs of a newly started local Ray")
+    parser.add_argument("--verbose", action="store_true", help="log a line per request (Serve access log)")
 
 
 def _from_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -208,8 +209,9 @@ def run(args: argparse.Namespace) -> int:
                 port,
                 cfg.api_token_env,
             )
-        serve.start(http_options={"host": host, "port": port})
-        serve.run(build_app(cfg.model_dump()), name=APP_NAME, route_prefix="/", blocking=False)
+        quiet = serve_logging_config(args.verbose)
+        serve.start(http_options={"host": host, "port": port}, logging_config=quiet)
+        serve.run(build_app(cfg.model_dump()), name=APP_NAME, route_prefix="/", blocking=False, logging_config=quiet)
         deployed = True
         url = f"http://{host}:{port}"
         if not _answers(url, timeout_s=30):

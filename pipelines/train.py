@@ -29,6 +29,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="continue from the latest checkpoint in trainer.output_dir (same step, version, cursor)",
     )
     parser.add_argument(
+        "--no-sft",
+        action="store_true",
+        help="fail instead of running the SFT warm start when this config's SFT checkpoint does not exist yet",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also show Serve's per-request access lines and library notices (logging.verbose=true)",
+    )
+    parser.add_argument(
         "--address",
         default=None,
         help="Ray cluster to join (default: $RAY_ADDRESS under `ray job submit`, else a new local one)",
@@ -46,14 +56,19 @@ def load_train_config(path: str | None, overrides: list[str], prog: str) -> Trai
 
 
 def run(args: argparse.Namespace) -> int:
-    cfg = load_train_config(args.config, args.overrides, "drkernel train")
+    overrides = [*args.overrides, *(["logging.verbose=true"] if args.verbose else [])]
+    cfg = load_train_config(args.config, overrides, "drkernel train")
     if args.dry_run:
         print(json.dumps(cfg.model_dump(mode="json"), indent=2))
         return 0
     from actors.job import TrainJob  # Ray, torch and transformers only after the config is known good
+    from drkernel.sft.warm_start import SFTRequired
 
-    job = TrainJob(cfg, resume=args.resume, address=args.address)
-    summary = job.main()
+    job = TrainJob(cfg, resume=args.resume, address=args.address, allow_sft=not args.no_sft)
+    try:
+        summary = job.main()
+    except SFTRequired as e:
+        raise UsageError(f"drkernel train: {e}") from None
     print(json.dumps(summary, indent=2, default=str))
     return 0
 

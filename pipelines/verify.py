@@ -42,6 +42,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials", type=int, default=None, help="timed calls per model (default 30; 5 on CPU)")
     parser.add_argument("--warmup", type=int, default=None, help="untimed calls before timing (default 3; 1 on CPU)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds allowed for the evaluation (default 180)")
+    parser.add_argument(
+        "--timing",
+        default=None,
+        choices=["measured", "cpu_model"],
+        help="measured: time both models on the device (default); cpu_model: on CPU, model GPU time from counted work",
+    )
+    parser.add_argument(
+        "--gpu-profile", default=None, choices=["h200", "a100", "ascend910b"], help="GPU that --timing cpu_model prices"
+    )
     parser.add_argument("--no-perf", action="store_true", help="skip timing (correctness and hack checks only)")
     parser.add_argument("--no-coverage", action="store_true", help="skip the coverage measurement")
 
@@ -70,6 +79,8 @@ def _options(args: argparse.Namespace) -> Any:
         ("trials", "num_perf_trials"),
         ("warmup", "num_warmup"),
         ("timeout", "timeout_s"),
+        ("timing", "timing"),
+        ("gpu_profile", "gpu_profile"),
     ):
         value = getattr(args, flag)
         if value is not None:
@@ -91,6 +102,21 @@ def _fmt(value: float | None, unit: str = "") -> str:
     return "n/a" if value is None else f"{value:.4g}{unit}"
 
 
+def reward_note(result: Any) -> str | None:
+    """What the reward says about a correct kernel slower than its reference (None for any other verdict)."""
+    if not (result.correct and result.hack is None and result.speedup is not None and result.speedup < 1):
+        return None
+    from drkernel.config.algorithm import RewardConfig
+
+    r = RewardConfig()
+    return (
+        f"reward: correct but slower than the reference ({result.speedup:.3g}x), so the speed term adds "
+        f"{r.speedup_weight} x {result.speedup:.3g} = {r.speedup_weight * result.speedup:.3g} of a possible "
+        f"{r.speedup_weight * r.speedup_cap:g}; the reward ({r.correct_weight:g} correct + speed + "
+        f"{r.coverage_weight:g} x coverage) still beats any wrong kernel's 0, and a faster kernel earns more"
+    )
+
+
 def report(result: Any) -> str:
     """Short human-readable verdict."""
     if result.status != "ok":
@@ -110,6 +136,9 @@ def report(result: Any) -> str:
     for check in result.checks:
         mark = "ok " if check.passed else "BAD"
         lines.append(f"  [{mark}] {check.name}{': ' + check.detail if check.detail else ''}")
+    slow = reward_note(result)
+    if slow:
+        lines.append(slow)
     note = result.details.get("timing_note")
     if note:
         lines.append(f"note: {note}")

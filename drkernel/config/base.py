@@ -12,8 +12,9 @@ each listed file (paths relative to the listing file; a `{section: file}` entry 
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -57,11 +58,35 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return out
 
 
-def _format_errors(err: ValidationError) -> str:
+def _section_model(cls: type[BaseModel], path: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model class that holds the keys at `path` under `cls` (None past a non-model field)."""
+    model: type[BaseModel] = cls
+    for part in path:
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return None
+        found = [t for t in (field.annotation, *get_args(field.annotation)) if isinstance(t, type)]
+        nested = [t for t in found if issubclass(t, BaseModel)]
+        if not nested:
+            return None
+        model = nested[0]
+    return model
+
+
+def _did_you_mean(cls: type[BaseModel], loc: tuple[Any, ...]) -> str:
+    """' (did you mean trainer.total_steps?)' for a misspelt key, else ''."""
+    model = _section_model(cls, loc[:-1])
+    if model is None:
+        return ""
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    return f" (did you mean {'.'.join(map(str, (*loc[:-1], close[0])))}?)" if close else ""
+
+
+def _format_errors(err: ValidationError, cls: type[BaseModel]) -> str:
     lines = []
     for e in err.errors():
         where = ".".join(str(p) for p in e["loc"]) or "<root>"
-        msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+        msg = "unknown key" + _did_you_mean(cls, tuple(e["loc"])) if e["type"] == "extra_forbidden" else e["msg"]
         lines.append(f"{where}: {msg}")
     return "; ".join(lines)
 
@@ -120,4 +145,4 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
     try:
         return cls.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(f"invalid {cls.__name__}: {_format_errors(e)}") from None
+        raise ConfigError(f"invalid {cls.__name__}: {_format_errors(e, cls)}") from None

@@ -28,7 +28,9 @@ class TinyModelConfig(StrictModel):
     rope_theta: float = Field(10000.0, gt=0, description="RoPE base frequency")
     tie_word_embeddings: bool = Field(True, description="share input embedding and LM head")
     seed: int = Field(0, description="seed of the random initialization")
-    output_dir: str = Field("runs/tiny-base", description="where the untrained model and tokenizer are saved")
+    output_dir: str | None = Field(
+        None, description="where the untrained model and tokenizer are saved; null = beside the SFT checkpoint"
+    )
 
     @model_validator(mode="after")
     def _heads_divide(self) -> TinyModelConfig:
@@ -85,7 +87,9 @@ class SFTConfig(StrictModel):
     """The cold-start SFT run: loss on response tokens only."""
 
     base_model: str | None = Field(None, description="HF model folder; null = build the tiny model first")
-    output_dir: str = Field("runs/sft", description="checkpoint, metrics and summary land here")
+    output_dir: str | None = Field(
+        None, description="checkpoint, metrics, summary; null = the machine-wide cache folder of these settings"
+    )
     device: DeviceName = Field("auto", description="auto picks cuda, then npu, then cpu")
     dtype: Literal["float32", "bfloat16"] = Field("float32", description="parameter dtype while training")
     epochs: int = Field(25, ge=1, description="passes over the examples")

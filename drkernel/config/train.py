@@ -152,6 +152,7 @@ class LoggingConfig(StrictModel):
     samples_every: int = Field(5, ge=1, description="write a sample of trajectories every N steps")
     samples_per_dump: int = Field(4, ge=1, description="trajectories per sample dump")
     json_logs: bool = Field(False, description="log lines as JSON instead of text")
+    verbose: bool = Field(False, description="keep Serve's per-request access lines and library notices (--verbose)")
 
 
 class TrainConfig(DemoConfig):

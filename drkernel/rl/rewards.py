@@ -53,6 +53,15 @@ def _tiered_reward(compiled: bool, correct: bool, hack: str | None, speedup: flo
     return -0.1
 
 
+def reward_range(cfg: RewardConfig | None = None) -> tuple[float, float]:
+    """The lowest and highest reward `kernel_reward` can give under `cfg` (plots put their axis there)."""
+    cfg = cfg or RewardConfig()
+    if cfg.kind == "tiered":
+        return -1.0, _TIERS[0][1]
+    top = cfg.speedup_cap if cfg.kind == "speedup" else 1.0
+    return 0.0, cfg.correct_weight + cfg.speedup_weight * top + cfg.coverage_weight
+
+
 def kernel_reward(
     correct: bool,
     hack: str | None,

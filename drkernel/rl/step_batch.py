@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import math
+import statistics
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -194,6 +195,8 @@ def rollout_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
 
     Fast@1 here is the fraction of correct turns with speedup > 1 (on CPU the verifier's interpreter timings
     make it 0); `rollout/fast1_in_all` is the recipe's share of all scored turns that are correct and faster.
+    `rollout/correct_rate/turn<k>` is the correct share of scored k-th turns (does feedback help?);
+    `rollout/speedup_correct_median|best` summarise the speedups of correct kernels (absent when none was).
     """
     scored = [t for traj in trajectories for t in traj.turns if not t.masked]
     all_turns = [t for traj in trajectories for t in traj.turns]
@@ -220,6 +223,13 @@ def rollout_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
         "rollout/response_length_mean": rate(sum(generated), len(generated)),
     }
     metrics.update({f"rollout/hack_rate/{name}": rate(count, len(scored)) for name, count in sorted(hacks.items())})
+    for k in sorted({t.index for t in scored}):
+        at_k = [t for t in scored if t.index == k]
+        metrics[f"rollout/correct_rate/turn{k + 1}"] = rate(sum(t.correct for t in at_k), len(at_k))
+    speedups = sorted(s for t in correct if (s := _finite(_verdict(t).get("speedup"), -1.0)) >= 0)
+    if speedups:
+        metrics["rollout/speedup_correct_median"] = statistics.median(speedups)
+        metrics["rollout/speedup_correct_best"] = speedups[-1]
     return metrics
 
 

@@ -22,6 +22,7 @@ from drkernel.model.tiny import save_tiny_base
 from drkernel.sft.data import SFTInputError, corpus_texts, encode_pairs, parquet_pairs, task_pairs
 from drkernel.sft.feedback import feedback_options, feedback_pairs
 from drkernel.sft.trainer import StepLog, torch_device, train_sft
+from drkernel.sft.warm_start import with_sft_paths
 from drkernel.tasks import Task, load_tasks
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -83,7 +84,9 @@ def evaluate_checkpoint(cfg: DemoConfig, checkpoint: str | Path, log: Callable[[
 
 
 def run_sft_stage(cfg: DemoConfig, log: Callable[[str], None] = _log.info) -> dict:
-    """Run the stage described by `cfg`; returns the summary also written to `<output_dir>/summary.json`."""
+    """Run the stage described by `cfg`; returns the summary also written to `<output_dir>/summary.json` (an unset
+    output_dir is the cache folder of these settings, drkernel/sft/warm_start.py)."""
+    cfg = with_sft_paths(cfg)
     device, tasks = _device_and_tasks(cfg)
     out = Path(cfg.sft.output_dir)
     pairs = parquet_pairs(cfg.data.sft_file) if cfg.data.sft_file else task_pairs(tasks, cfg.data.prompt_style)

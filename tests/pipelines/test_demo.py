@@ -7,8 +7,11 @@ import json
 
 import pytest
 
+from drkernel.config.base import load_config
+from drkernel.config.train import TrainConfig
+from drkernel.sft.warm_start import shaping_digest
 from pipelines.cli import UsageError
-from pipelines.demo import MODEL_NOTE, WALL_NOTE, cpu_note, demo_config, sft_cache_dir, write_summary
+from pipelines.demo import DEMO_CONFIG, MODEL_NOTE, WALL_NOTE, cpu_note, demo_config, write_summary
 
 
 def _args(tmp_path, **kw) -> argparse.Namespace:
@@ -17,6 +20,8 @@ def _args(tmp_path, **kw) -> argparse.Namespace:
         "out": str(tmp_path / "demo"),
         "config": None,
         "sft_cache": str(tmp_path / "cache"),
+        "no_sft": False,
+        "verbose": False,
         "overrides": [],
     }
     return argparse.Namespace(**(base | kw))
@@ -27,7 +32,11 @@ def test_demo_config_caches_sft_by_its_shaping_settings(tmp_path):
     assert cfg.trainer.total_steps == 3 and cfg.sft.max_steps == 400 and not cfg.sft.eval.enabled
     assert cfg.data.categories == ["elementwise"]  # SFT and the RL prompt pool: the tasks a short warm start learns
     assert cfg.trainer.output_dir == str(tmp_path / "demo" / "train")
-    assert cfg.sft.output_dir == str(sft_cache_dir(cfg, tmp_path / "cache"))
+    assert cfg.sft.output_dir == str(tmp_path / "cache" / shaping_digest(cfg))
+    # a training job on the demo's recipe finds the demo's checkpoint: same settings, same cache folder
+    job = load_config(TrainConfig, DEMO_CONFIG, ["trainer.total_steps=2"])
+    assert shaping_digest(job) == shaping_digest(cfg)
+    assert not cfg.logging.verbose and demo_config(_args(tmp_path, verbose=True)).logging.verbose
     wider = demo_config(_args(tmp_path, overrides=["model.hidden_size=128"]))
     assert wider.sft.output_dir != cfg.sft.output_dir  # another model shape is another cached checkpoint
     same = demo_config(_args(tmp_path, overrides=["rollout.max_turns=1"]))
@@ -50,19 +59,7 @@ def test_demo_config_caches_sft_by_its_shaping_settings(tmp_path):
 def test_summary_and_plots_from_the_run_metrics(tmp_path):
     out = tmp_path / "demo"
     (out / "train").mkdir(parents=True)
-    rows = [
-        {
-            "step": s,
-            "rollout/reward_mean": 0.1 * s,
-            "rollout/correct_rate": 0.2,
-            "rollout/compile_rate": 0.5,
-            "rollout/fast1": 0.0,
-            "staleness/max": 1.0,
-            "staleness/mean": 0.5,
-            "throughput/tokens_per_s": 100.0,
-        }
-        for s in (1, 2)
-    ]
+    rows = [{"step": s, "rollout/reward_mean": 0.1 * s, "throughput/step_tokens_per_s": 90.0} for s in (1, 2)]
     (out / "train" / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     summary = {
         "steps": 2,
@@ -70,16 +67,25 @@ def test_summary_and_plots_from_the_run_metrics(tmp_path):
         "reward_mean_per_step": [0.1, 0.2],
         "correct_rate_per_step": [0.2, 0.2],
         "fast1_per_step": [0.0, 0.0],
+        "speedup_correct_median_per_step": [0.8, None],
         "max_staleness_observed": 1,
         "trajectories": 32,
         "verifier_calls": 20,
-        "tokens_per_s": 100.0,
+        "tokens_per_s_per_step": [90.0, 110.0],
+        "tokens_per_s_rl_loop": 100.0,
+        "tokens_per_s_end_to_end": 20.0,
         "wall_s": 60.0,
+        "sft_wall_s": 0.0,
+        "commit": "abc",
+        "config_digest": "0123456789abcdef",
+        "output_dir": str(out / "train"),
         "trained_group_ids": ["a", "b"],
     }
-    result = write_summary(summary, out, "the note")
+    cfg = demo_config(_args(tmp_path))
+    result = write_summary(summary, out, cfg)
     saved = json.loads((out / "summary.json").read_text())
-    assert saved == result and saved["note"] == "the note" and "trained_group_ids" not in saved
-    assert sorted(saved["plots"]) == ["correctness.png", "reward.png", "staleness.png", "throughput.png"]
+    assert saved == result and saved["note"] == cpu_note(cfg) and "trained_group_ids" not in saved
+    assert saved["tokens_per_s_end_to_end"] == 20.0 and saved["sft_wall_s"] == 0.0 and saved["commit"] == "abc"
+    assert saved["plots"] == ["reward.png", "rates.png", "turns.png", "speedup.png", "staleness.png", "throughput.png"]
     for name in saved["plots"]:
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
