@@ -47,6 +47,22 @@ def test_bad_overrides_name_the_key(overrides, needle):
         load_config(Outer, None, overrides)
 
 
+def test_a_misspelt_key_gets_a_suggestion_and_a_stranger_none():
+    from drkernel.config.train import TrainConfig
+
+    with pytest.raises(ConfigError, match=r"trainer\.total_step: unknown key \(did you mean trainer\.total_steps\?\)"):
+        load_config(TrainConfig, None, ["trainer.total_step=2"])
+    with pytest.raises(
+        ConfigError, match=r"verifier\.options\.timng: unknown key \(did you mean verifier\.options\.timing\?\)"
+    ):
+        load_config(TrainConfig, None, ["verifier.options.timng=cpu_model"])
+    with pytest.raises(ConfigError, match=r"trainr: unknown key \(did you mean trainer\?\)"):
+        load_config(TrainConfig, None, ["trainr.total_steps=2"])
+    with pytest.raises(ConfigError) as err:
+        load_config(Outer, None, ["inner.zzz=1"])
+    assert str(err.value).endswith("inner.zzz: unknown key")  # nothing close: no guess
+
+
 def test_unknown_key_in_yaml(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("inner:\n  lr: 1\n  momentum: 0.9\n")

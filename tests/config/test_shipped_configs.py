@@ -21,6 +21,7 @@ from drkernel.config.train import TrainConfig
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 SCHEMAS = {
     "algorithm_recipe.yaml": AlgorithmConfig,
+    "demo.yaml": TrainConfig,
     "demo_cpu.yaml": TrainConfig,
     "demo_cpu_sync.yaml": TrainConfig,
 }

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -38,6 +39,21 @@ def _forkservers() -> set[int]:
     return found
 
 
+ACCESS_LINE = re.compile(r" -- (CALL|GET|POST) \S+ \S+ [\d.]+ms$", re.MULTILINE)  # Serve: `CALL verify OK 9.3ms`
+
+
+def _serve_replica_logs(app: str) -> list[Path]:
+    """Ray Serve's log files of the replicas of `app` in this test session's cluster."""
+    import ray
+
+    logs = Path(ray._private.worker._global_node.get_logs_dir_path()) / "serve"
+    return sorted(logs.glob(f"replica_{app}_*.log"))
+
+
+def _files(folder: Path) -> dict[str, float]:
+    return {str(p): p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+
+
 def test_job_runs_every_actor_and_pushes_bit_identical_weights(ray_cluster, tiny_recipe, tmp_path):
     from ray import serve
 
@@ -45,9 +61,11 @@ def test_job_runs_every_actor_and_pushes_bit_identical_weights(ray_cluster, tiny
     from serve_apps.policy import policy_handle
 
     root, overrides = tiny_recipe
-    cfg = _cfg(overrides, f"trainer.output_dir={tmp_path / 'run'}", "policy.num_replicas=2")
+    apps = ["policy.app_name=quiet-policy", "policy.route_prefix=/quiet-policy", "verifier.app_name=quiet-verifier"]
+    cfg = _cfg(overrides, f"trainer.output_dir={tmp_path / 'run'}", "policy.num_replicas=2", *apps)
     before = _forkservers()
-    job = TrainJob(cfg)
+    warm_start = _files(root / "sft")
+    job = TrainJob(cfg, allow_sft=False)  # the checkpoint exists: an SFT would be refused (SFTRequired)
     try:
         job.setup()
         job.run()
@@ -58,6 +76,11 @@ def test_job_runs_every_actor_and_pushes_bit_identical_weights(ray_cluster, tiny
         job.cleanup()
     summary = job.summary(0.0)
     assert summary["steps"] == 2 and summary["policy_versions"] == 2
+    assert summary["sft_wall_s"] == 0.0 and _files(root / "sft") == warm_start  # no SFT ran, nothing rewritten
+    replica_logs = _serve_replica_logs("quiet-verifier") + _serve_replica_logs("quiet-policy")
+    assert len(replica_logs) >= 3  # one verifier and two policy replicas wrote Serve logs ...
+    for log in replica_logs:  # ... but not a line per request (the verifier alone answered dozens)
+        assert not ACCESS_LINE.search(log.read_text()), log
     assert len(replica_sums) == 2 and set(replica_sums) == {trainer_sum}  # every replica bit-identical
     assert versions == [2, 2]
     assert summary["trajectories"] == 2 * 2 * 2  # steps x groups x samples
@@ -111,7 +134,16 @@ def test_a_killed_job_resumes_where_an_unbroken_run_ends(ray_cluster, tiny_recip
     killed_dir = tmp_path / "b"
     address = ray.get_runtime_context().gcs_address
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.train", "--address", address, *common, f"trainer.output_dir={killed_dir}"],
+        [
+            sys.executable,
+            "-m",
+            "pipelines.train",
+            "--address",
+            address,
+            "--no-sft",
+            *common,
+            f"trainer.output_dir={killed_dir}",
+        ],
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -1,6 +1,7 @@
 """`drkernel verify` as a user runs it: a real subprocess, exit codes, stdout discipline."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,10 +62,36 @@ def test_reference_that_fails_when_run_is_one_line_exit_2(tmp_path):
     ref = tmp_path / "ref.py"
     ref.write_text((EXAMPLE / "reference.py").read_text() + "\nraise RuntimeError('broken reference')\n")
     proc = drkernel("verify", "--reference", str(ref), "--candidate", str(EXAMPLE / "candidate.py"), "--json")
-    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "RuntimeError: broken reference" in lines[0] and "Traceback" not in proc.stderr
     assert "drkernel/verify" not in lines[0]  # no server-side paths
+    (out,) = proc.stdout.splitlines()  # --json promised one JSON object on stdout: the usage error is that object
+    assert json.loads(out) == {"status": "usage_error", "error": {"kind": "usage", "message": lines[0]}}
+
+
+def test_usage_errors_with_json_print_one_json_object():
+    for args in (["--candidate", "x.py"], ["--reference", "missing.py", "--candidate", "x.py"], ["--bogus"]):
+        proc = drkernel("verify", "--json", *args, timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        (out,) = proc.stdout.splitlines()
+        verdict = json.loads(out)
+        assert verdict["status"] == "usage_error" and verdict["error"]["message"] == proc.stderr.strip()
+
+
+@pytest.mark.integration
+def test_cpu_model_timing_and_what_the_reward_says_of_a_slower_correct_kernel(tmp_path):
+    slow = tmp_path / "slow.py"  # correct, but launches the same kernel three times: modelled about 3x slower
+    launch = "        add_kernel[(triton.cdiv(n, block),)](a, b, out, n, BLOCK=block)\n"
+    slow.write_text((EXAMPLE / "candidate.py").read_text().replace(launch, launch * 3))
+    proc = drkernel(
+        "verify", "--reference", str(EXAMPLE / "reference.py"), "--candidate", str(slow), "--timing", "cpu_model"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("PASS") and "(cpu_model)" in proc.stdout, proc.stdout
+    note = next(line for line in proc.stdout.splitlines() if line.startswith("reward: correct but slower"))
+    speedup = float(re.search(r"speedup ([\d.]+)x", proc.stdout).group(1))
+    assert speedup < 1 and f"({speedup:.3g}x)" in note and "beats any wrong kernel's 0" in note
 
 
 @pytest.mark.parametrize(
