@@ -13,8 +13,10 @@ import contextlib
 import json
 import logging
 import os
+import re
 import sys
 import time
+import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -65,6 +67,35 @@ def serve_logging_config(verbose: bool) -> dict[str, Any]:
     """Ray Serve `logging_config` of the apps the project deploys: a line per request only when asked for
     (`--verbose`); otherwise access lines (`CALL verify OK 13.0ms`) bury the progress (409 of a demo's 585 lines)."""
     return {"enable_access_log": verbose}
+
+
+# Library notices that tell a user of this project nothing: verl announcing each optional training engine it could
+# not import, and verl's platform probe saying a CPU-only actor has no GPU.
+_NOTICES = (
+    ("verl.workers.engine", r".* engine is not available"),
+    ("verl.plugin.platform.platform_manager", r"No supported accelerator detected|.* is registered but not available"),
+)
+
+
+class _DropMatching(logging.Filter):
+    def __init__(self, pattern: str) -> None:
+        super().__init__()
+        self.pattern = re.compile(pattern)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not self.pattern.match(record.getMessage())
+
+
+def quiet_libraries() -> None:
+    """Drop the library notices above in this process (before or after the libraries are imported); kept when
+    DRKERNEL_LOG_LEVEL=DEBUG. Called where the Ray layer's modules load, so every actor and replica is quiet."""
+    if os.environ.get(LEVEL_ENV, "").upper() == "DEBUG":
+        return
+    for module, pattern in _NOTICES:
+        warnings.filterwarnings("ignore", message=pattern, category=UserWarning, module=re.escape(module))
+        target = logging.getLogger(module)
+        if not any(isinstance(f, _DropMatching) for f in target.filters):
+            target.addFilter(_DropMatching(pattern))
 
 
 def get_logger(name: str) -> logging.Logger:

@@ -117,3 +117,35 @@ def test_the_sandboxed_load_check_reports_its_progress(tmp_path, capsys):
     entries = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     checked = [e["msg"] for e in entries if e["msg"].startswith("references load-checked")]
     assert checked and checked[-1].startswith("references load-checked 3/3"), entries
+
+
+def test_library_notices_that_say_nothing_are_dropped_where_the_ray_layer_loads():
+    """verl's "X engine is not available" warnings and its "no accelerator" fallback lines filled every trainer
+    actor's log; importing the Ray layer (`actors`, `serve_apps`) drops them, DRKERNEL_LOG_LEVEL=DEBUG keeps them."""
+    import subprocess
+    from pathlib import Path
+
+    import torch
+
+    repo = Path(__file__).resolve().parents[2]
+    script = (
+        "import actors, serve_apps, verl.workers.engine\n"
+        "from verl.plugin.platform.platform_manager import get_platform\n"
+        "get_platform()\n"
+    )
+
+    def stderr(**env: str) -> str:
+        base = {k: v for k, v in os.environ.items() if k != "DRKERNEL_LOG_LEVEL"} | {"PYTHONPATH": str(repo)}
+        run = subprocess.run(
+            [sys.executable, "-c", script], env=base | env, capture_output=True, text=True, timeout=300
+        )
+        assert run.returncode == 0, run.stderr[-2000:]
+        return run.stderr
+
+    loud = stderr(DRKERNEL_LOG_LEVEL="DEBUG")
+    assert "engine is not available" in loud  # the notices exist here (verl's optional engines are not installed)
+    if not torch.cuda.is_available():
+        assert "No supported accelerator detected" in loud and "registered but not available" in loud
+    quiet = stderr()
+    for notice in ("engine is not available", "No supported accelerator", "registered but not available"):
+        assert notice not in quiet, quiet[-2000:]

@@ -33,6 +33,7 @@ BODY = {
 }
 
 
+ACCESS_LINE = re.compile(r"\b(GET|POST|CALL) /?(healthz|verify)\S* (200|OK) [\d.]+ms")  # Serve's line per request
 # What the `drkernel` console script runs (the package is not pip-installed in the test venv).
 DRKERNEL = [sys.executable, "-c", "import sys; from pipelines.cli import main; sys.exit(main())"]
 
@@ -176,6 +177,7 @@ def test_drkernel_serve_verifier_subprocess():
 
     out = _exercise_and_stop(proc, f"http://127.0.0.1:{port}", while_up=second_start)
     assert f"listening on http://127.0.0.1:{port}" in out and "stopping the verifier" in out
+    assert not ACCESS_LINE.search(out), out[-3000:]  # no line per request unless --verbose
 
 
 @pytest.mark.integration
@@ -209,7 +211,8 @@ def test_serve_run_with_the_config_file(tmp_path):
             stderr=subprocess.STDOUT,
             text=True,
         )
-    _exercise_and_stop(proc, f"http://127.0.0.1:{port}")
+    out = _exercise_and_stop(proc, f"http://127.0.0.1:{port}")
+    assert not ACCESS_LINE.search(out), out[-3000:]  # the shipped file turns Serve's access log off
 
 
 @pytest.mark.integration
