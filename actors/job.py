@@ -17,6 +17,7 @@ comparison.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import signal
@@ -547,4 +548,6 @@ class TrainJob:
             finally:
                 for s, handler in previous.items():
                     signal.signal(s, handler)
-        return self.summary(time.monotonic() - t0)
+        summary = self.summary(time.monotonic() - t0)  # end to end: setup, SFT and cleanup count
+        (self.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+        return summary

@@ -162,6 +162,12 @@ def test_a_killed_job_resumes_where_an_unbroken_run_ends(ray_cluster, tiny_recip
     resumed = TrainJob(_cfg(common, f"trainer.output_dir={killed_dir}"), resume=True).main()
 
     assert resumed["steps"] == unbroken["steps"] == 3
+    saved = json.loads((tmp_path / "a" / "summary.json").read_text())  # the run folder holds its summary and plots
+    assert saved["steps"] == 3 and saved["sft_wall_s"] == 0.0 and len(saved["tokens_per_s_per_step"]) == 3
+    assert 0 < saved["tokens_per_s_end_to_end"] < saved["tokens_per_s_rl_loop"]  # setup counts end to end only
+    assert len(saved["config_digest"]) == 16
+    plots = sorted(p.name for p in (tmp_path / "a" / "plots").glob("*.png"))
+    assert plots == ["rates.png", "reward.png", "speedup.png", "staleness.png", "throughput.png", "turns.png"]
     assert resumed["policy_versions"] == unbroken["policy_versions"] == 3
     assert Counter(resumed["trained_group_ids"]) == Counter(unbroken["trained_group_ids"])
 

@@ -132,6 +132,13 @@ def test_rollout_metrics_count_rates_fast1_and_hacks():
     assert m["rollout/hack_rate/decoy_kernel"] == pytest.approx(1 / 5)
     assert m["rollout/coverage_mean"] == pytest.approx(0.6)
     assert m["rollout/reward_mean"] == pytest.approx(3.0 / 5)
+    # per turn: first turns 1 correct of 2 scored (the masked one is not scored), second turns 1 of 3
+    assert m["rollout/correct_rate/turn1"] == pytest.approx(1 / 2) and m["rollout/correct_rate/turn2"] == pytest.approx(
+        1 / 3
+    )
+    assert m["rollout/speedup_correct_median"] == pytest.approx(1.2) and m["rollout/speedup_correct_best"] == 1.5
+    none_correct = _build(_group("b", [[TurnSpec(correct=False)], [TurnSpec(compiled=False)], [TurnSpec()]])).metrics
+    assert "rollout/speedup_correct_median" not in none_correct  # no correct kernel: no speed to report
 
 
 def test_select_and_generator_state_round_trip():
