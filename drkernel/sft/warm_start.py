@@ -21,7 +21,9 @@ from typing import TypeVar
 from drkernel.config.sft import DemoConfig
 
 CACHE_ENV = "DRKERNEL_SFT_CACHE"
-CPU_FLOPS_PER_THREAD = 60e9  # tiny-model SFT on the 2-core dev box measured 67-72 GFLOP/s a thread (BENCHMARKS.md)
+# Tiny-model SFT on the 2-core dev box ran at 67-72 GFLOP/s on one thread (BENCHMARKS.md, the demo); a second thread
+# did not make it faster there, so the estimate never counts on more than one.
+CPU_FLOPS = 60e9
 CHARS_PER_TOKEN = 2.8  # the tiny BPE: 13.1k tokens for the elementwise pairs' 36.4k characters of reference + solution
 FEEDBACK_CHARS = 700  # a rendered feedback message, as the compact feedback turn usually comes out
 C = TypeVar("C", bound=DemoConfig)
@@ -72,7 +74,6 @@ class SFTPlan:
     steps: int
     eval_answers: int
     device: str
-    threads: int | None
     estimate_s: float | None
 
     def describe(self) -> str:
@@ -83,7 +84,7 @@ class SFTPlan:
             else ""
         )
         if self.estimate_s is not None:
-            when = f"roughly {_minutes(self.estimate_s)} of training on {self.threads or 'all'} CPU thread(s)"
+            when = f"roughly {_minutes(self.estimate_s)} of training on an idle CPU (longer on a busy one)"
         else:
             when = f"no time estimate for device {self.device}"
         text = f"SFT warm start: {self.steps} optimizer steps over up to {self.examples} examples{extra}, {when}"
@@ -132,8 +133,7 @@ def plan_sft(cfg: DemoConfig) -> SFTPlan:
     estimate = None
     if device == "cpu" and s.base_model is None and chars is not None and n:
         tokens_per_step = chars / CHARS_PER_TOKEN / n * min(per_step, n)
-        threads = s.num_threads or os.cpu_count() or 1
-        estimate = steps * 6 * _tiny_params(cfg) * tokens_per_step / (CPU_FLOPS_PER_THREAD * threads)
+        estimate = steps * 6 * _tiny_params(cfg) * tokens_per_step / CPU_FLOPS
     modes = int(s.eval.greedy) + int(s.eval.temperature > 0)
     return SFTPlan(
         checkpoint=str(s.output_dir),
@@ -142,6 +142,5 @@ def plan_sft(cfg: DemoConfig) -> SFTPlan:
         steps=steps,
         eval_answers=len(tasks) * modes if s.eval.enabled else 0,
         device=device,
-        threads=s.num_threads,
         estimate_s=estimate,
     )
