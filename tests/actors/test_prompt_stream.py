@@ -1,4 +1,5 @@
-"""PromptStream over real parquet: validated at load, exact epochs, seeded reshuffles, lossless resume."""
+"""PromptStream over real parquet read by Ray Data (the session's cluster): validated at load, exact epochs,
+seeded reshuffles, lossless resume."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from actors.prompt_stream import PromptStream
 from drkernel.data.reader import DataFormatError, write_rows
 from drkernel.data.schema import parse_row
-from pipelines.prompts import PromptStream, order_key
+from drkernel.data.stream import order_key
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("ray_cluster")]
 
 N = 12
 
