@@ -135,7 +135,9 @@ class PromptStream:
         if max_prompt_tokens is not None and (max_prompt_tokens < 1 or tokenizer is None):
             raise ValueError(f"max_prompt_tokens must be >= 1 and needs a tokenizer, got {max_prompt_tokens}")
         if window_rows < 1 or head_rows < 1 or task_cpus <= 0:
-            raise ValueError(f"window_rows, head_rows and task_cpus must be > 0, got {window_rows, head_rows, task_cpus}")
+            raise ValueError(
+                f"window_rows, head_rows and task_cpus must be > 0, got {window_rows, head_rows, task_cpus}"
+            )
         self.path = str(path)
         self.batch_size = batch_size
         self.seed = seed
@@ -188,7 +190,13 @@ class PromptStream:
             file = paths[int(cols["file_id"][where])]
             uuid = str(cols["uuid"][where]) or None
             errors.append(
-                RowError(int(cols["row"][where]), str(cols["field"][where]), str(cols["message"][where]), file=file, uuid=uuid)
+                RowError(
+                    int(cols["row"][where]),
+                    str(cols["field"][where]),
+                    str(cols["message"][where]),
+                    file=file,
+                    uuid=uuid,
+                )
             )
         num_rows = sum(f.num_rows for f in files)
         good = {k: v[~bad] for k, v in cols.items() if k in ("file_id", "row", "hash", "length", "computed")}
