@@ -92,8 +92,8 @@ def measure(path: Path, steady: int, window_rows: int) -> dict[str, float]:
     ray.get(source.next_group.remote("w", 0))
     out["resume_s"] = time.perf_counter() - t
 
-    # Epoch switch: resume 3 windows before the end, pull across it at full speed.
-    before_end = min(int(n), 3 * window_rows)
+    # Epoch switch: resume 2,000 rows before the end, pull across it at full speed.
+    before_end = min(int(n), 2000)
     state["stream"]["position"] = int(n) - before_end
     ray.get(source.load_state_dict.remote(state))
     times = pull(before_end + 64)
@@ -113,7 +113,7 @@ def main() -> None:
     parser.add_argument("--make", type=int, nargs="*", default=[], help="write pools of these many rows")
     parser.add_argument("--rows", type=int, nargs="*", default=[], help="measure the pools of these many rows")
     parser.add_argument("--steady", type=int, default=2000, help="groups pulled for the steady rate")
-    parser.add_argument("--window-rows", type=int, default=8192)
+    parser.add_argument("--window-rows", type=int, default=16384)
     parser.add_argument("--num-cpus", type=int, default=os.cpu_count())
     args = parser.parse_args()
     for rows in args.make:

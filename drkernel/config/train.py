@@ -29,7 +29,7 @@ class PromptDataConfig(StrictModel):
     max_prompt_tokens: int | None = Field(
         None, ge=1, description="drop longer first-turn prompts; null = what fits rollout.max_context_tokens"
     )
-    window_rows: int = Field(8192, ge=1, description="prompt rows read ahead of the cursor per Ray Data read")
+    window_rows: int = Field(16384, ge=1, description="prompt rows read ahead of the cursor per Ray Data read")
     read_cpus: float = Field(1.0, gt=0, description="Ray CPUs of each Ray Data task reading prompt row groups")
 
 
