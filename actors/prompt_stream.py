@@ -329,7 +329,7 @@ class PromptStream:
         for key in set(self._pending) - keep:
             self._pending.pop(key).cancel()  # one already running finishes, and its rows are dropped
         self._headed &= keep
-        for stale in [e for e in self._orders if e < epoch]:
+        for stale in [e for e in list(self._orders) if e < epoch]:  # the reading thread may add one
             del self._orders[stale]
 
     def _collect(self, key: tuple[int, int], wait: bool) -> None:
