@@ -209,7 +209,6 @@ class TrainJob:
                 log_to_driver=True,
             )
             self._started_ray = True
-        ray.data.DataContext.get_current().enable_progress_bars = False
 
     def reserved_cpus(self) -> float:
         """Ray CPUs this job's actors and replicas reserve (a private cluster gets at least this many)."""
@@ -219,6 +218,7 @@ class TrainJob:
             + c.verifier.num_replicas * c.verifier.cpus_per_replica
             + c.trainer.num_workers * c.trainer.cpus_per_worker
             + c.rollout.num_workers * c.rollout.cpus_per_worker
+            + c.rl_data.read_cpus  # at least one prompt-reading Ray Data task at a time
         )
 
     def _deploy(self, name: str, app: Any, route_prefix: str | None) -> None:
@@ -294,7 +294,13 @@ class TrainJob:
             self.prompts,
             cfg.rl_data.seed,
             cfg.rl_data.num_epochs,
-            {"skip_invalid": cfg.rl_data.skip_invalid, "max_prompt_tokens": max_prompt, "tokenizer": tokenizer},
+            {
+                "skip_invalid": cfg.rl_data.skip_invalid,
+                "max_prompt_tokens": max_prompt,
+                "tokenizer": tokenizer,
+                "window_rows": cfg.rl_data.window_rows,
+                "task_cpus": cfg.rl_data.read_cpus,
+            },
         )
         self.queue = TrajectoryQueue.remote(cfg.queue, cfg.trainer.publish_every, self.source)
         self._actors += [self.source, self.queue]

@@ -18,7 +18,7 @@ from typing import Any
 
 import ray
 
-from drkernel.data.stream import PromptStream
+from actors.prompt_stream import PromptStream
 from drkernel.rollout.group import PromptGroup, make_group_id
 
 

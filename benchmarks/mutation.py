@@ -39,7 +39,7 @@ MODULES: dict[str, list[str]] = {
     "rl/staleness": ["tests/rl/test_staleness.py", "tests/rl/test_rl_edges.py"],
     "data/schema": ["tests/data/test_schema.py", "tests/data/test_reader.py"],
     "data/prompts": ["tests/data/test_prompt_templates.py"],
-    "data/stream": ["tests/pipelines/test_prompts.py"],
+    "data/stream": ["tests/data/test_stream.py"],
     # the verifier's comparison and verdict code (in-process tests only: a judge subprocess would import
     # the unmutated copy, so verifier-level tests cannot kill these mutants)
     "verify/tensors": [

@@ -1,10 +1,11 @@
-"""Prompt data at the dataset's scale: validation, epoch start, epoch boundary and resume, in rows/s.
+"""Prompt data at the dataset's scale: the validation pass and token lengths, in rows/s, in one process.
 
 A synthetic pool shaped like hkust-nlp/drkernel-rl-data (71,996 rows: data_source 'cuda_llm', a
 one-turn user prompt that embeds the reference, ability 'kernel_optimization', reward_model
 {ground_truth, style 'rule'}, extra_info {entry_point, uuid, level, ops, module_name, original_prompt,
 repo_name, type}), several KB a row, written as 1 file of structs and as 8 files that alternate
-struct and JSON-string storage, with a few broken rows (the stream runs with skip_invalid).
+struct and JSON-string storage, with a few broken rows. The stream over such pools (Ray Data, the prompt
+actor's memory, first group, epoch switch, resume) is measured by benchmarks/prompt_stream_bench.py.
 
     python benchmarks/prompt_data_bench.py                       # 72k rows, 1 and 8 files
     python benchmarks/prompt_data_bench.py --rows 2000 --files 1 # a smoke run
@@ -26,7 +27,6 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -35,7 +35,6 @@ sys.path.insert(0, str(REPO))
 
 from drkernel.data.lengths import PromptLengths, percentiles  # noqa: E402
 from drkernel.data.reader import scan  # noqa: E402
-from drkernel.data.stream import PromptStream  # noqa: E402
 
 OPS = [
     "torch.relu",
@@ -124,8 +123,8 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def bench(path: Path, rows: int, batch_size: int) -> dict:
-    """Validation pass alone, then a stream: first batch, one epoch (boundary stall), resume."""
+def bench(path: Path) -> dict:
+    """The validation pass over every row, in this process."""
     out: dict = {}
     t, cpu = time.perf_counter(), time.process_time()
     result = scan(path, skip_invalid=True)
@@ -133,38 +132,6 @@ def bench(path: Path, rows: int, batch_size: int) -> dict:
     out["validate_cpu_s"] = time.process_time() - cpu
     out["validate_rss_mb"] = peak_rss_mb()
     out["invalid"] = result.num_invalid
-    del result
-    arrow_before = pa.total_allocated_bytes()
-    t, cpu = time.perf_counter(), time.process_time()
-    stream = PromptStream(path, batch_size, seed=1, skip_invalid=True)
-    stream.next_batch()
-    out["first_batch_s"] = time.perf_counter() - t
-    out["first_batch_cpu_s"] = time.process_time() - cpu
-    out["arrow_mb"] = (pa.total_allocated_bytes() - arrow_before) / 2**20  # what the stream holds
-    times = []
-    t, cpu = time.perf_counter(), time.process_time()
-    while stream.epoch == 0:
-        b0 = time.perf_counter()
-        stream.next_batch()
-        times.append(time.perf_counter() - b0)
-    out["epoch_rows_per_s"] = stream.rows_per_epoch / (time.perf_counter() - t)
-    out["epoch_cpu_rows_per_s"] = stream.rows_per_epoch / (time.process_time() - cpu)
-    out["boundary_batch_ms"] = times[-1] * 1e3
-    out["median_batch_ms"] = float(np.median(times)) * 1e3
-    for _ in range(rows // batch_size // 3):
-        stream.next_batch()
-    state = stream.state_dict()
-    t = time.perf_counter()
-    stream.load_state_dict(state)  # on the running stream
-    stream.next_batch()
-    out["resume_running_ms"] = (time.perf_counter() - t) * 1e3
-    stream.close()
-    t = time.perf_counter()
-    with PromptStream(path, batch_size, seed=1, skip_invalid=True) as fresh:
-        fresh.load_state_dict(state)
-        fresh.next_batch()
-    out["resume_fresh_s"] = time.perf_counter() - t
-    out["peak_rss_mb"] = peak_rss_mb()
     return out
 
 
@@ -191,7 +158,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=72_000)
     parser.add_argument("--files", type=int, nargs="+", default=[1, 8])
-    parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lengths", type=int, default=0, help="also time token lengths of this many rows")
     args = parser.parse_args()
     logging.getLogger("drkernel").setLevel(logging.ERROR)  # the skipped rows are expected here
@@ -207,26 +173,11 @@ def main() -> None:
                 f"in {time.perf_counter() - t:.1f}s",
                 flush=True,
             )
-            r = bench(path, args.rows, args.batch_size)
+            r = bench(path)
             print(
                 f"  validation: {r['validate_s']:.2f}s = {args.rows / r['validate_s']:,.0f} rows/s "
                 f"(CPU {r['validate_cpu_s']:.2f}s = {args.rows / r['validate_cpu_s']:,.0f} rows/s), "
                 f"{r['invalid']} invalid rows found, peak RSS {r['validate_rss_mb']:.0f} MB"
-            )
-            print(
-                f"  time to first batch (load + validate + order): {r['first_batch_s']:.2f}s "
-                f"(CPU {r['first_batch_cpu_s']:.2f}s); the stream holds {r['arrow_mb']:.0f} MB of Arrow data"
-            )
-            print(
-                f"  one epoch at batch {args.batch_size}: {r['epoch_rows_per_s']:,.0f} rows/s "
-                f"(CPU {r['epoch_cpu_rows_per_s']:,.0f} rows/s); "
-                f"batch across the epoch boundary {r['boundary_batch_ms']:.1f} ms "
-                f"(median batch {r['median_batch_ms']:.1f} ms)"
-            )
-            print(
-                f"  resume: load_state_dict on the running stream + next batch {r['resume_running_ms']:.1f} ms; "
-                f"fresh stream + resume + next batch {r['resume_fresh_s']:.2f}s; peak RSS {r['peak_rss_mb']:.0f} MB",
-                flush=True,
             )
             if args.lengths and files == args.files[0]:
                 r = bench_lengths(path, args.lengths, Path(tmp) / "cache")

@@ -19,7 +19,7 @@ from drkernel.config.verifier import DeviceName, VerifyOptions
 
 
 class PromptDataConfig(StrictModel):
-    """Where RL prompts come from (Ray Data streams them)."""
+    """Where RL prompts come from; Ray Data reads, validates and length-filters them (actors/prompt_stream.py)."""
 
     prompt_file: str | None = Field(None, description="parquet file or folder of prompt rows; null = shipped tasks")
     prompt_style: str = Field("compact", description="first-turn prompt style when rows are built from tasks")
@@ -29,6 +29,8 @@ class PromptDataConfig(StrictModel):
     max_prompt_tokens: int | None = Field(
         None, ge=1, description="drop longer first-turn prompts; null = what fits rollout.max_context_tokens"
     )
+    window_rows: int = Field(16384, ge=1, description="prompt rows read ahead of the cursor per Ray Data read")
+    read_cpus: float = Field(1.0, gt=0, description="Ray CPUs of each Ray Data task reading prompt row groups")
 
 
 class VllmConfig(StrictModel):

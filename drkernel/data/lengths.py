@@ -69,6 +69,19 @@ class PromptLengths:
     def cache_path(self, file: str | Path) -> Path:
         return self.cache_dir / f"{file_digest(file)}-{self.tokenizer_digest}.npy"
 
+    def cached(self, file: str | Path) -> tuple[Path, np.ndarray | None]:
+        """The cache path of a file's lengths and, when present, every row's cached length (-1 = not computed)."""
+        path = self.cache_path(file)
+        try:
+            return path, np.load(path, allow_pickle=False)
+        except (OSError, ValueError):
+            return path, None
+
+    def store(self, path: Path, lengths: np.ndarray, computed: int) -> None:
+        """Save a file's lengths at its cache path; `computed` of them were tokenized now."""
+        _store(path, lengths)
+        self.computed += computed
+
     def for_file(self, file: str, table: pa.Table, valid: np.ndarray) -> np.ndarray:
         """int64 lengths of the rows at `valid` (row indices of the validated rows of `file`)."""
         cached = self.cache_path(file)

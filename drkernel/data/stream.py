@@ -1,36 +1,31 @@
-"""The prompt stream: seeded, resumable, epoch-shuffled batches of validated rows from a prompt pool.
+"""The prompt stream's pure core: epoch order keys, the pool's key index, row-group pieces, cursor spans.
 
-Everything that can fail happens at load: one validation pass over every file (drkernel.data.reader)
-and, when a max prompt length is set, the token-length filter (drkernel.data.lengths). Only rows that
-passed both enter the order, so a batch never fails half-way and the cursor counts exactly what was
-handed out.
+The stream never holds the pool's rows. What it holds is a key index: for every row that passed
+validation (and the token-length filter), its file, its row in that file and a 64-bit hash of its task
+uuid; 20 bytes a row. The rows themselves are read back, a window of the epoch at a time, from the row
+groups that hold them (actors/prompt_stream.py runs those reads as Ray Data tasks).
 
-The order of an epoch is a permutation of those rows sorted by a 64-bit hash of (seed, epoch, the
-row's task uuid), ties broken by file and row. It depends on what the row is, not on how it happens
-to be stored (struct or JSON string, one file or eight), and it is an argsort of one int per row:
-milliseconds at 72k rows, so an epoch start or a resume does not stall. The next epoch's order is
-computed when the current one opens. The cursor (epoch, position) plus the seed is the whole state:
-`load_state_dict` continues right after the last delivered row, with no loss and no repeat.
-
-The pool is held as Arrow tables (about the size of the decompressed data); a batch becomes Python
-objects only when it is handed out.
+The order of an epoch is a permutation of the index sorted by a 64-bit hash of (seed, epoch, task uuid),
+ties broken by file and row. It depends on what the rows are, not on how they are stored (struct or JSON
+string, one file or eight), and it is an argsort of one int per row: milliseconds at 72k rows. The
+cursor (epoch, position) plus the seed is the whole state of the stream.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from drkernel.data.lengths import PromptLengths
-from drkernel.data.reader import RowTaker, Scan, scan
-from drkernel.data.schema import RowError, TaskRow
+from drkernel.data.reader import REQUIRED_COLUMNS, DataFormatError, parquet_files
+from drkernel.data.schema import RowError, parse_row
 
 _MASK64 = (1 << 64) - 1
-_log = logging.getLogger("drkernel.data.stream")
 
 
 def _mix64(x: np.ndarray) -> np.ndarray:
@@ -64,174 +59,157 @@ def order_key(seed: int, epoch: int, uuid: str) -> int:
     return int(order_keys(seed, epoch, uuid_hashes([uuid]))[0])
 
 
-class PromptStream:
-    """Seeded, resumable, epoch-shuffled batches of TaskRow from a parquet file or folder.
+# ---- the pool's files and their row groups ---------------------------------------------------------------------
 
-    skip_invalid: drop rows that fail validation (counted in `stats`, listed in `invalid_rows`)
-    instead of failing the load. max_prompt_tokens + tokenizer: drop rows whose chat prompt is longer
-    than the policy's context budget for it (counted in `stats`; lengths cached, see lengths.py).
+
+@dataclass
+class PoolFile:
+    """One parquet file of the pool, from its footer alone: where each row group starts."""
+
+    path: str
+    num_rows: int
+    starts: np.ndarray  # first row of each row group, then num_rows
+
+    def row_groups(self, rows: np.ndarray) -> np.ndarray:
+        """The row group holding each of these rows."""
+        return np.searchsorted(self.starts, rows, side="right") - 1
+
+
+def pool_files(path: str | Path) -> tuple[list[PoolFile], list[RowError]]:
+    """The pool's files (footers only) and one error per required column a whole file lacks.
+
+    An unreadable file is a DataFormatError naming it: nothing can be counted in it.
     """
+    files: list[PoolFile] = []
+    errors: list[RowError] = []
+    for file in parquet_files(path):
+        name = str(file)
+        try:
+            meta = pq.ParquetFile(file).metadata
+        except (pa.ArrowInvalid, OSError) as e:
+            error = RowError(None, "<file>", f"not a readable parquet file: {e}", file=name)
+            raise DataFormatError(name, [error]) from None
+        sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+        files.append(PoolFile(name, meta.num_rows, np.cumsum([0, *sizes], dtype=np.int64)))
+        columns = set(meta.schema.to_arrow_schema().names)
+        errors += [
+            RowError(None, column, f"column missing from this file ({meta.num_rows} rows)", file=name)
+            for column in REQUIRED_COLUMNS
+            if column not in columns
+        ]
+    return files, errors
 
-    def __init__(
-        self,
-        path: str | Path,
-        batch_size: int,
-        seed: int = 0,
-        num_epochs: int | None = None,
-        *,
-        skip_invalid: bool = False,
-        max_prompt_tokens: int | None = None,
-        tokenizer: Any = None,
-        length_cache_dir: str | Path | None = None,
-    ):
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if num_epochs is not None and num_epochs < 1:
-            raise ValueError(f"num_epochs must be >= 1 or None, got {num_epochs}")
-        if max_prompt_tokens is not None and (max_prompt_tokens < 1 or tokenizer is None):
-            raise ValueError(f"max_prompt_tokens must be >= 1 and needs a tokenizer, got {max_prompt_tokens}")
-        self.path = str(path)
-        self.batch_size = batch_size
-        self.seed = seed
-        self.num_epochs = num_epochs
-        self.skip_invalid = skip_invalid
-        self.max_prompt_tokens = max_prompt_tokens
-        self._lengths = PromptLengths(tokenizer, length_cache_dir) if max_prompt_tokens is not None else None
-        self.epoch = 0
-        self.position = 0
-        self.invalid_rows: list[RowError] = []
-        self.stats: dict[str, int] = {}
-        self._digest = ""
-        self._load()
 
-    def _load(self) -> None:
-        """The validation pass and the length filter; fills the row arrays the orders are built from."""
-        result: Scan = scan(self.path, self.skip_invalid, keep_tables=True)
-        self._takers = [RowTaker(f.table, f.path) for f in result.files]
-        file_ids = np.concatenate([np.full(len(f.valid), i, np.int64) for i, f in enumerate(result.files)])
-        rows = np.concatenate([f.valid for f in result.files])
-        hashes = uuid_hashes([u for f in result.files for u in f.uuids])
-        too_long = 0
-        if self._lengths is not None:
-            lengths = np.concatenate([self._lengths.for_file(f.path, f.table, f.valid) for f in result.files])
-            keep = lengths <= self.max_prompt_tokens
-            too_long = int((~keep).sum())
-            file_ids, rows, hashes = file_ids[keep], rows[keep], hashes[keep]
-        if len(rows) == 0:
-            raise ValueError(
-                f"{self.path}: no rows to train on ({result.num_rows} rows, {result.num_invalid} invalid, "
-                f"{too_long} longer than {self.max_prompt_tokens} tokens)"
-            )
-        digest = hashlib.blake2b(np.sort(hashes).tobytes(), digest_size=16).hexdigest()
-        if self._digest and digest != self._digest:
-            raise ValueError(f"{self.path}: the prompt pool changed on disk since this stream was opened")
-        self._digest = digest
-        self._file_ids, self._rows, self._hashes = file_ids, rows, hashes
-        self._orders: dict[int, np.ndarray] = {}
-        self.invalid_rows = result.errors
-        self.stats = {
-            "rows": result.num_rows,
-            "rows_invalid": result.num_invalid,
-            "rows_too_long": too_long,
-            "rows_per_epoch": len(rows),
-        }
-        if result.num_invalid:
-            shown = "; ".join(str(e) for e in result.errors[:3])
-            _log.warning(
-                "%s: skipped %d invalid row(s) of %d: %s", self.path, result.num_invalid, result.num_rows, shown
-            )
-        if too_long:
-            _log.warning(
-                "%s: skipped %d row(s) whose prompt is longer than %d tokens",
-                self.path,
-                too_long,
-                self.max_prompt_tokens,
-            )
+def read_row_group(path: str, row_group: int) -> pa.Table:
+    """One row group of one file: the unit every read of the stream is made of."""
+    return pq.ParquetFile(path).read_row_group(row_group)
 
-    @property
-    def rows_per_epoch(self) -> int:
-        return len(self._rows)
 
-    def metrics(self) -> dict[str, float]:
-        """The pool's counts for the job's metrics (rows seen, dropped as invalid, dropped as too long)."""
-        return {f"data/{key}": float(value) for key, value in self.stats.items()}
+@dataclass
+class CheckedRows:
+    """The validation of one row group: the rows that passed (row in the file, uuid) and the errors."""
 
-    def _order(self, epoch: int) -> np.ndarray:
-        """Positions into the row arrays in epoch order; opening an epoch prepares the next one too."""
-        for e in (epoch, epoch + 1):
-            if e not in self._orders:
-                keys = order_keys(self.seed, e, self._hashes)
-                self._orders[e] = np.lexsort((self._rows, self._file_ids, keys))
-        for stale in [e for e in self._orders if e < epoch]:
-            del self._orders[stale]
-        return self._orders[epoch]
+    rows: np.ndarray
+    uuids: list[str]
+    prompts: list[list[dict[str, Any]]]  # chat messages of each valid row, for the length filter
+    errors: list[RowError]
 
-    def _fetch(self, picks: np.ndarray) -> list[TaskRow]:
-        """Rows at these positions, in this order; one Arrow take per file."""
-        out: list[TaskRow | None] = [None] * len(picks)
-        files = self._file_ids[picks]
-        for file_id in np.unique(files):
-            where = np.flatnonzero(files == file_id)
-            taken = self._takers[file_id].take(self._rows[picks[where]])
-            for slot, row in zip(where, taken):
-                out[slot] = row
-        return out  # type: ignore[return-value]
 
-    def close(self) -> None:
-        """Release the pool's memory; a later next_batch reloads it (and refuses if it changed on disk)."""
-        self._takers = []
-        self._orders = {}
+def check_rows(table: pa.Table, path: str, first_row: int) -> CheckedRows:
+    """Validate every row of a row group that starts at `first_row` of file `path`."""
+    rows: list[int] = []
+    uuids: list[str] = []
+    prompts: list[Any] = []
+    errors: list[RowError] = []
+    for offset, record in enumerate(table.to_pylist()):
+        try:
+            row = parse_row(record, first_row + offset, path, plain=True)
+        except RowError as e:
+            errors.append(e.with_traceback(None))
+            continue
+        rows.append(first_row + offset)
+        uuids.append(row.task_uuid)
+        prompts.append([m.model_dump(mode="json") for m in row.prompt])
+    return CheckedRows(np.asarray(rows, np.int64), uuids, prompts, errors)
 
-    def __enter__(self) -> PromptStream:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+def rows_as_json(table: pa.Table, path: str, first_row: int, local: np.ndarray) -> list[str]:
+    """The rows at these offsets of a row group, validated again and serialized (what a worker receives)."""
+    taken = table.take(pa.array(local, pa.int64())).to_pylist()
+    return [
+        parse_row(record, first_row + int(i), path, plain=True).model_dump_json() for i, record in zip(local, taken)
+    ]
 
-    def next_batch(self) -> list[TaskRow]:
-        """Up to batch_size rows (a batch may span two epochs); [] once num_epochs are done.
 
-        The cursor moves only after the whole batch is built, so an exception loses and repeats nothing.
-        """
-        if self.num_epochs is not None and self.epoch >= self.num_epochs:
-            return []
-        if not self._takers:
-            self._load()
-        epoch, position = self.epoch, self.position
-        picks: list[np.ndarray] = []
-        wanted = self.batch_size
-        while wanted and (self.num_epochs is None or epoch < self.num_epochs):
-            chunk = self._order(epoch)[position : position + wanted]
-            picks.append(chunk)
-            wanted -= len(chunk)
-            position += len(chunk)
-            if position == self.rows_per_epoch:
-                epoch, position = epoch + 1, 0
-        batch = self._fetch(np.concatenate(picks))
-        self.epoch, self.position = epoch, position
-        return batch
+# ---- the key index and the epoch order ---------------------------------------------------------------------------
 
-    def state_dict(self) -> dict[str, Any]:
-        """The cursor, to save with a checkpoint; `pool` identifies the rows it counts."""
-        return {"epoch": self.epoch, "position": self.position, "seed": self.seed, "pool": self._digest}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue from a saved cursor (also on a running stream): the next row is the one after the last given."""
-        if state.get("seed") != self.seed:
-            raise ValueError(f"saved stream seed {state.get('seed')!r} differs from this stream's seed {self.seed}")
-        epoch, position = state.get("epoch"), state.get("position")
-        if not (isinstance(epoch, int) and isinstance(position, int) and epoch >= 0 and position >= 0):
-            raise ValueError(f"invalid stream state {state!r}: epoch and position must be ints >= 0")
-        pool = state.get("pool")
-        if pool is not None and pool != self._digest:
-            raise ValueError(
-                f"{self.path}: saved stream state is for a different prompt pool (or other skip_invalid / "
-                "max_prompt_tokens settings): its rows differ, so its cursor would skip or repeat prompts"
-            )
-        if position > self.rows_per_epoch:
-            raise ValueError(
-                f"{self.path}: cursor (epoch {epoch}, position {position}) is past the end of the epoch "
-                f"({self.rows_per_epoch} rows); the prompt pool changed since the state was saved"
-            )
-        self._orders = {}
-        self.epoch, self.position = (epoch + 1, 0) if position == self.rows_per_epoch else (epoch, position)
+@dataclass
+class KeyIndex:
+    """Every streamable row of the pool as (file, row, uuid hash), in file then row order."""
+
+    file_ids: np.ndarray  # int32
+    rows: np.ndarray  # int64, the row in its file
+    hashes: np.ndarray  # uint64 hash of the task uuid
+
+    @classmethod
+    def build(cls, file_ids: np.ndarray, rows: np.ndarray, hashes: np.ndarray) -> KeyIndex:
+        """From pieces in any order (parallel reads finish in any order): sorted by file, then row."""
+        order = np.lexsort((rows, file_ids))
+        return cls(file_ids[order].astype(np.int32), rows[order].astype(np.int64), hashes[order].astype(np.uint64))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def digest(self) -> str:
+        """Identifies the set of rows (not their storage): a saved cursor is only valid for the same set."""
+        return hashlib.blake2b(np.sort(self.hashes).tobytes(), digest_size=16).hexdigest()
+
+    def order(self, seed: int, epoch: int) -> np.ndarray:
+        """Index positions in the order of this epoch."""
+        keys = order_keys(seed, epoch, self.hashes)
+        return np.lexsort((self.rows, self.file_ids, keys))
+
+    def nbytes(self) -> int:
+        return self.file_ids.nbytes + self.rows.nbytes + self.hashes.nbytes
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Rows to read from one row group: their offsets in it and the epoch positions they fill."""
+
+    file_id: int
+    row_group: int
+    local: np.ndarray
+    positions: np.ndarray
+
+
+def pieces(index: KeyIndex, files: list[PoolFile], picks: np.ndarray, positions: np.ndarray) -> list[Piece]:
+    """Group the index entries `picks` (landing at `positions`) by the row group that holds them."""
+    file_ids = index.file_ids[picks]
+    rows = index.rows[picks]
+    out: list[Piece] = []
+    for file_id in np.unique(file_ids):
+        mine = np.flatnonzero(file_ids == file_id)
+        file = files[int(file_id)]
+        groups = file.row_groups(rows[mine])
+        for group in np.unique(groups):
+            sel = mine[groups == group]
+            out.append(Piece(int(file_id), int(group), rows[sel] - file.starts[group], positions[sel]))
+    return out
+
+
+def span(
+    epoch: int, position: int, count: int, rows_per_epoch: int, num_epochs: int | None
+) -> tuple[list[tuple[int, int, int]], tuple[int, int]]:
+    """The (epoch, start, stop) ranges of the next `count` rows from the cursor, and the cursor after them.
+
+    A range never crosses an epoch's end; the run stops after `num_epochs` epochs.
+    """
+    ranges: list[tuple[int, int, int]] = []
+    while count and (num_epochs is None or epoch < num_epochs):
+        stop = min(rows_per_epoch, position + count)
+        ranges.append((epoch, position, stop))
+        count -= stop - position
+        epoch, position = (epoch + 1, 0) if stop == rows_per_epoch else (epoch, stop)
+    return ranges, (epoch, position)

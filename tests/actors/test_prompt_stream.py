@@ -1,4 +1,5 @@
-"""PromptStream over real parquet: validated at load, exact epochs, seeded reshuffles, lossless resume."""
+"""PromptStream over real parquet read by Ray Data (the session's cluster): validated at load, exact epochs,
+seeded reshuffles, lossless resume."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from actors.prompt_stream import PromptStream
 from drkernel.data.reader import DataFormatError, write_rows
 from drkernel.data.schema import parse_row
-from pipelines.prompts import PromptStream, order_key
+from drkernel.data.stream import order_key
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("ray_cluster")]
 
 N = 12
 
@@ -206,3 +210,15 @@ def test_bad_arguments(tmp_path):
         PromptStream(tmp_path / "none.parquet", batch_size=1)
     with pytest.raises(ValueError, match="batch_size"):
         PromptStream(tmp_path / "none.parquet", batch_size=0)
+
+
+def test_small_windows_and_cold_cursors_hand_out_the_same_stream(pool):
+    """Windows of 4 rows read ahead of the cursor (batches crossing windows and the epoch end), and resumes
+    that land cold inside a window, hand out exactly what one window over the whole pool does."""
+    before, state, after = snapshot_run(pool)
+    with PromptStream(pool, batch_size=5, seed=7, num_epochs=2, window_rows=4, head_rows=1) as small:
+        assert drain(small) == before + after
+        small.load_state_dict(state)
+        assert drain(small) == after
+        small.load_state_dict({**state, "position": 3})
+        assert drain(small) == (before + after)[3:]

@@ -1,0 +1,141 @@
+"""The Ray Data prompt stream at the dataset's scale: the prompt actor's memory, first group, steady rate,
+epoch switch and resume, for pools of 72k and 1M rows shaped like hkust-nlp/drkernel-rl-data.
+
+The pools are written by this script (benchmarks/prompt_data_bench.py's rows: several KB each, a few broken,
+files alternating struct and JSON-string storage) into --out, never into the repository. Each pool is
+streamed by a real PromptSource actor on a private Ray cluster (the one this script starts); its peak RSS
+is read from /proc (VmHWM) after every phase.
+
+    python benchmarks/prompt_stream_bench.py --make 72000 1000000          # write the pools (minutes)
+    python benchmarks/prompt_stream_bench.py --rows 72000 1000000          # measure them
+    python benchmarks/prompt_stream_bench.py --make 5000 --rows 5000       # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from prompt_data_bench import write_pool  # noqa: E402
+
+ROWS_PER_FILE = 62_500  # 1M rows = 16 files, about 75 MB of parquet each
+
+
+def pool_dir(out: Path, rows: int) -> Path:
+    return out / f"pool-{rows}"
+
+
+def make(out: Path, rows: int) -> None:
+    folder = pool_dir(out, rows)
+    if folder.is_dir() and any(folder.glob("*.parquet")):
+        print(f"{folder}: exists", flush=True)
+        return
+    files = max(1, -(-rows // ROWS_PER_FILE))
+    t = time.perf_counter()
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        _, size = pool.submit(write_pool, folder, rows, files).result()
+    print(f"{folder}: {rows} rows in {files} files, {size / 2**20:.0f} MB, {time.perf_counter() - t:.0f}s", flush=True)
+
+
+def peak_rss_mb(pid: int) -> tuple[float, float]:
+    """(peak, current) resident memory of a process on this host, from /proc."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return int(fields["VmHWM"].split()[0]) / 1024, int(fields["VmRSS"].split()[0]) / 1024
+
+
+def measure(path: Path, steady: int, window_rows: int) -> dict[str, float]:
+    import ray
+
+    from actors.prompt_source import PromptSource
+
+    out: dict[str, float] = {}
+    t = time.perf_counter()
+    source = PromptSource.remote(str(path), 1, None, {"skip_invalid": True, "window_rows": window_rows})
+    group = ray.get(source.next_group.remote("w", 0))
+    out["first_group_s"] = time.perf_counter() - t  # start the actor (the index pass), then the first group
+    pid = ray.get(source.__ray_call__.remote(lambda _self: os.getpid()))
+    n = ray.get(source.metrics.remote())["data/rows_per_epoch"]
+    out["rows_per_epoch"] = n
+    out["rows_invalid"] = ray.get(source.metrics.remote())["data/rows_invalid"]
+
+    t = time.perf_counter()
+    for _ in range(steady):
+        group = ray.get(source.next_group.remote("w", 0))
+    out["steady_groups_per_s"] = steady / (time.perf_counter() - t)
+
+    def pull(k: int) -> list[float]:
+        times = []
+        for _ in range(k):
+            t0 = time.perf_counter()
+            ray.get(source.next_group.remote("w", 0))
+            times.append(time.perf_counter() - t0)
+        return times
+
+    # Resume on the running actor: a cursor far from anything read, then the next group.
+    state = ray.get(source.state_dict.remote())
+    state["stream"]["position"] = int(n) // 2 + 123
+    state["outstanding"] = []
+    t = time.perf_counter()
+    ray.get(source.load_state_dict.remote(state))
+    ray.get(source.next_group.remote("w", 0))
+    out["resume_s"] = time.perf_counter() - t
+
+    # Epoch switch: resume 2,000 rows before the end, pull across it at full speed.
+    before_end = min(int(n), 2000)
+    state["stream"]["position"] = int(n) - before_end
+    ray.get(source.load_state_dict.remote(state))
+    times = pull(before_end + 64)
+    out["epoch_switch_s"] = times[before_end]
+    out["slowest_pull_after_warm_s"] = max(times[32:])
+    out["median_pull_ms"] = float(np.median(times)) * 1e3
+    assert ray.get(source.stats.remote())["cursor"]["epoch"] == 1
+    del group
+    out["actor_peak_rss_mb"], out["actor_rss_end_mb"] = peak_rss_mb(pid)
+    ray.kill(source)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("/tmp/drkernel-prompt-pools"))
+    parser.add_argument("--make", type=int, nargs="*", default=[], help="write pools of these many rows")
+    parser.add_argument("--rows", type=int, nargs="*", default=[], help="measure the pools of these many rows")
+    parser.add_argument("--steady", type=int, default=2000, help="groups pulled for the steady rate")
+    parser.add_argument("--window-rows", type=int, default=16384)
+    parser.add_argument("--num-cpus", type=int, default=os.cpu_count())
+    args = parser.parse_args()
+    for rows in args.make:
+        make(args.out, rows)
+    if not args.rows:
+        return
+    import ray
+
+    ray.init(
+        address="local",
+        num_cpus=args.num_cpus,
+        include_dashboard=False,
+        runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}},
+        log_to_driver=False,
+    )
+    try:
+        for rows in args.rows:
+            r = measure(pool_dir(args.out, rows), args.steady, args.window_rows)
+            print(json.dumps({"rows": rows, **{k: round(v, 3) for k, v in r.items()}}), flush=True)
+    finally:
+        ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()
