@@ -27,7 +27,7 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
-from actors.weight_sync import ReplicaSet, ServeReplicas, WeightPublisher
+from actors.weight_sync import ReplicaSet, ServeReplicas, WeightPublisher, weight_store
 from drkernel.config.train import TrainConfig
 from drkernel.model.weights import state_checksum
 from drkernel.rl.filters import GroupVarianceFilter
@@ -187,13 +187,17 @@ class TrainerWorker:
         """Where pushes go; default: every replica of this job's policy Serve app (through broadcast)."""
         if self.rank != 0:
             return
+        store = None
         if replicas is None:
             from serve_apps.policy import policy_handle
 
             replicas = ServeReplicas(policy_handle(self.cfg.policy.app_name), self.cfg.policy.num_replicas)
+            store = weight_store(self.cfg.policy.app_name)  # a restarted replica loads the last push from it
         if version is not None:
             self.version = version
-        self.publisher = WeightPublisher(replicas, bucket_mb=self.cfg.trainer.bucket_mb, version=self.version)
+        self.publisher = WeightPublisher(
+            replicas, bucket_mb=self.cfg.trainer.bucket_mb, version=self.version, store=store
+        )
 
     def publish_weights(self) -> dict[str, float]:
         """Push the current weights as version + 1 to every replica (rank 0) and return the timings."""

@@ -12,7 +12,8 @@ with Serve's broadcast:
 `bucket_refs` is a list of ObjectRefs nested in a list, so Ray does not resolve them in transit: each replica
 fetches them itself inside `load_weights` (timed), copies them in place and drops them. A push waits for the
 batch that is running and blocks new ones meanwhile; the running batch finishes on the old weights and
-is stamped with the old version (serve_apps/policy_engine.py).
+is stamped with the old version (serve_apps/policy_engine.py). A replica (re)started while a job runs loads
+the job's last published weights before it takes traffic (serve_apps/policy_weights.py).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from drkernel.model.weights import WeightsManifest
 from drkernel.rollout.types import GenerateOutput, SamplingParams
 from drkernel.verify.devices import probe_availability, resolve_device
 from serve_apps.policy_engine import make_engine
+from serve_apps.policy_weights import catch_up
 
 DEPLOYMENT_NAME = "PolicyReplica"
 CONTROL_SLOTS = 8  # request slots beyond two batches, so load_weights/version/stats never queue behind generation
@@ -47,9 +49,11 @@ class PolicyReplica:
     """One engine. With the transformers engine, requests arriving within `batch_wait_timeout_s` share one
     generate call; a vLLM engine takes each request as it comes and batches continuously."""
 
-    def __init__(self, config: dict[str, Any], model_path: str) -> None:
+    async def __init__(self, config: dict[str, Any], model_path: str) -> None:
         self.config = PolicyConfig.model_validate(config)
         self.engine = make_engine(self.config, model_path)
+        # a replica (re)started mid-run loads the job's last push before Serve routes it any request
+        self._started_version = await catch_up(self.engine, serve.get_replica_context().app_name)
         self._generate_batched.set_max_batch_size(self.config.max_batch_size)
         self._generate_batched.set_batch_wait_timeout_s(self.config.batch_wait_timeout_s)
         self._calls = 0  # generate calls of the engine (batches)
@@ -139,6 +143,7 @@ class PolicyReplica:
         return {
             "replica": serve.get_replica_context().replica_tag,
             "version": self.engine.version,
+            "started_version": self._started_version,
             "generate_calls": self._calls,
             "requests": self._requests,
             "largest_batch": self._largest_batch,

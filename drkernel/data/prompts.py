@@ -7,12 +7,19 @@ to a character budget, so a long traceback cannot crowd the context window.
 
 When a row already carries a prompt (the recipe's parquet), use that prompt: the released models were
 trained on its exact text. These templates are for tasks we turn into rows ourselves.
+
+Text is data, never control. Feedback quotes text the candidate controls (exception messages, kernel names,
+its own output) and prompts quote the task's code; a chat template rendered with `tokenize=True` would turn
+`<|im_end|>` or `<|im_start|>` inside that text into the real special-token ids, letting a candidate close
+the user turn and forge an assistant or user turn of its own. `escape_special` breaks every special-token
+string in such text with a zero-width space after its first character, so the tokenizer reads it as plain
+characters (a human reader still sees the same text).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from drkernel.verify.result import VerifyResult
@@ -107,6 +114,35 @@ _FEEDBACK_TAIL = (
     "Improve your implementation using this feedback. Reply with the complete `{new_name}` in one ```python block."
 )
 TRUNCATION_MARKER = "...[truncated]"
+ESCAPE_MARK = "\u200b"  # zero-width space: splits a special-token string without changing what a reader sees
+CHATML_SPECIALS = ("<|im_start|>", "<|im_end|>", "<|endoftext|>")  # escaped whatever the tokenizer says
+
+
+def special_strings(tokenizer: Any) -> list[str]:
+    """Every string the tokenizer matches as one added token before normal tokenization (special tokens and
+    other added tokens such as `<think>`), plus the ChatML markers; longest first."""
+    found = set(CHATML_SPECIALS)
+    if tokenizer is not None:
+        found.update(getattr(tokenizer, "all_special_tokens", None) or [])
+        found.update((tokenizer.get_added_vocab() if hasattr(tokenizer, "get_added_vocab") else {}).keys())
+    return sorted((t for t in found if t), key=len, reverse=True)
+
+
+def escape_special(text: str, specials: Iterable[str] = CHATML_SPECIALS) -> str:
+    """`text` with each occurrence of a special-token string broken by ESCAPE_MARK after its first character.
+
+    Repeats until no special string is left (breaking one occurrence can never form another: ESCAPE_MARK is
+    in no special token), so text built to reassemble a marker after one pass is escaped too.
+    """
+    tokens = [t for t in specials if len(t) > 1 and ESCAPE_MARK not in t]
+    if not tokens:
+        return text
+    pattern = re.compile("|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True)))
+    while True:
+        escaped = pattern.sub(lambda m: m.group(0)[0] + ESCAPE_MARK + m.group(0)[1:], text)
+        if escaped == text:
+            return text
+        text = escaped
 
 
 def first_turn_messages(
@@ -193,23 +229,35 @@ def _shares(details: list[tuple[str, str]], room: int) -> list[int]:
     return shares
 
 
+def min_feedback_chars(entry_point: str = "Model") -> int:
+    """The smallest character budget feedback_message accepts: the closing instruction, the head line and room
+    for two truncation markers."""
+    tail = _FEEDBACK_TAIL.format(new_name=f"{entry_point}New")
+    return len(tail) + 1 + len(_FEEDBACK_HEAD) + 2 * len(TRUNCATION_MARKER)
+
+
 def feedback_message(
-    result: VerifyResult | Mapping[str, Any], budget_chars: int = 1500, entry_point: str = "Model"
+    result: VerifyResult | Mapping[str, Any],
+    budget_chars: int = 1500,
+    entry_point: str = "Model",
+    specials: Iterable[str] = CHATML_SPECIALS,
 ) -> dict[str, str]:
     """The next user turn after a verdict, never longer than `budget_chars` characters.
 
     The closing instruction always survives. Then come the summary lines (status,
     compiled/correct/hack, speedup, coverage); the error message and the first failed check share
     whatever room is left, each trimmed around TRUNCATION_MARKER so the model (and a reader) can
-    tell that text is missing.
+    tell that text is missing. Every special-token string of `specials` in the free text is escaped
+    (escape_special) before it is measured, so the escaped text fits the budget too.
     """
     verdict = result if isinstance(result, VerifyResult) else VerifyResult.model_validate(result)
     tail = _FEEDBACK_TAIL.format(new_name=f"{entry_point}New")
+    if budget_chars < min_feedback_chars(entry_point):
+        raise ValueError(f"budget_chars={budget_chars} is too small; need at least {min_feedback_chars(entry_point)}")
     room = budget_chars - len(tail) - 1
-    if room < len(_FEEDBACK_HEAD) + 2 * len(TRUNCATION_MARKER):
-        raise ValueError(f"budget_chars={budget_chars} is too small; need at least {budget_chars - room + 60}")
-    body = _cut("\n".join([_FEEDBACK_HEAD, *_summary_lines(verdict)]), room)
-    details = _detail_lines(verdict)
+    summary = [escape_special(line, specials) for line in _summary_lines(verdict)]
+    body = _cut("\n".join([_FEEDBACK_HEAD, *summary]), room)
+    details = [(label, escape_special(text, specials)) for label, text in _detail_lines(verdict)]
     room -= len(body) + len(TRUNCATION_MARKER) + 1  # kept for the marker of a dropped line
     dropped = False
     for (label, text), share in zip(details, _shares(details, room), strict=True):

@@ -28,7 +28,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from drkernel.config.train import RolloutConfig
-from drkernel.data.prompts import PromptStyle, extract_code, feedback_message, first_turn_messages
+from drkernel.data.prompts import (
+    PromptStyle,
+    escape_special,
+    extract_code,
+    feedback_message,
+    first_turn_messages,
+    min_feedback_chars,
+    special_strings,
+)
 from drkernel.data.schema import TaskRow
 from drkernel.rl.rewards import RewardConfig, score
 from drkernel.rollout.tokens import TokenStream
@@ -63,21 +71,35 @@ def first_messages(task: TaskRow, prompt_style: PromptStyle | None = None) -> li
 
 
 def budgeted_feedback(verdict: VerifyResult, entry_point: str, tokenizer: Any, max_tokens: int) -> dict[str, str]:
-    """feedback_message held to `max_tokens` tokens of content: its character budget shrinks until it fits."""
-    chars = 4 * max_tokens
-    for _ in range(12):
-        try:
-            message = feedback_message(verdict, chars, entry_point)
-        except ValueError:
-            break  # the budget cannot hold the closing instruction any more
-        n = len(tokenizer.encode(message["content"], add_special_tokens=False))
-        if n <= max_tokens:
-            return message
-        chars = min(chars - 1, int(chars * max_tokens / n * 0.95))
-    raise ValueError(
-        f"rollout.feedback_max_tokens={max_tokens} cannot hold the shortest feedback message "
-        f"(its closing instruction alone is longer); raise it"
-    )
+    """feedback_message held to `max_tokens` tokens of content, whatever its text: the character budget is
+    bisected between the shortest message feedback_message can write and 4 characters a token, so text that
+    is token-dense (a few characters a token, or several tokens a character) only shortens the free text.
+    Special-token strings in the text are escaped (prompts.escape_special) for this tokenizer."""
+    specials = special_strings(tokenizer)
+
+    def fit(chars: int) -> tuple[dict[str, str], bool]:
+        message = feedback_message(verdict, chars, entry_point, specials)
+        return message, len(tokenizer.encode(message["content"], add_special_tokens=False)) <= max_tokens
+
+    lo = min_feedback_chars(entry_point)
+    hi = max(4 * max_tokens, lo)
+    message, fits = fit(hi)
+    if fits:
+        return message
+    best, fits = fit(lo)
+    if not fits:
+        raise ValueError(
+            f"rollout.feedback_max_tokens={max_tokens} cannot hold the shortest feedback message "
+            f"(its closing instruction and summary alone are longer); raise it"
+        )
+    while hi - lo > 1:  # invariant: the budget lo fits, hi does not
+        mid = (lo + hi) // 2
+        message, fits = fit(mid)
+        if fits:
+            lo, best = mid, message
+        else:
+            hi = mid
+    return best
 
 
 def format_failure(finish_reason: FinishReason) -> VerifyResult:
@@ -141,7 +163,9 @@ async def run_episode(
     "full"/"compact" rebuild the first turn from the row's reference.
     """
     t_start = time.perf_counter()
-    stream = TokenStream(tokenizer, first_messages(task, prompt_style), cfg.chat_model_type)
+    specials = special_strings(tokenizer)  # the task's text is data too: no special token may hide in it
+    opening = [{**m, "content": escape_special(m["content"], specials)} for m in first_messages(task, prompt_style)]
+    stream = TokenStream(tokenizer, opening, cfg.chat_model_type)
     if len(stream) + cfg.min_generation_tokens > cfg.max_context_tokens:
         raise ValueError(
             f"task {task.task_uuid}: prompt is {len(stream)} tokens, which leaves less than "

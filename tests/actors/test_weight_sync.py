@@ -112,7 +112,9 @@ def test_a_replica_that_fails_or_hangs_keeps_the_version(receivers):
     assert publisher.version == 0
     ray.get(bad.reset.remote(_template(src), "hang"))
     slow = WeightPublisher(ActorReplicas([good, bad]), bucket_mb=1, timeout_s=1.0)
-    with pytest.raises(WeightPushError, match="1 of 2 replicas acknowledged; TimeoutError: no acknowledgement"):
+    with pytest.raises(
+        WeightPushError, match=r"1 of 2 replicas acknowledged after 1 attempt\(s\); TimeoutError: no acknowledgement"
+    ):
         slow.publish(src)
     assert slow.version == 0
     ray.get(bad.reset.remote({"other": ([3], "float32")}, "ok"))  # waits out the hang
@@ -129,7 +131,7 @@ def test_serve_broadcast_reaches_every_replica_and_counts_them(ray_cluster):
         report = publisher.publish(src)
         assert report.replicas == 2 and len({a["replica"] for a in report.acks}) == 2
         assert handle.broadcast("state_checksum").results(timeout_s=30) == [state_checksum(src)] * 2
-        expecting_three = WeightPublisher(ServeReplicas(handle, num_replicas=3), bucket_mb=1, version=1)
+        expecting_three = WeightPublisher(ServeReplicas(handle, num_replicas=3), bucket_mb=1, version=1, timeout_s=3)
         with pytest.raises(WeightPushError, match="2 of 3 replicas acknowledged"):
             expecting_three.publish(_source(4))
         assert expecting_three.version == 1
