@@ -39,6 +39,7 @@ from drkernel.sft.warm_start import with_sft_paths
 from drkernel.train.checkpoint import latest_checkpoint
 from drkernel.train.metrics import MetricsWriter
 from drkernel.train.report import config_digest, speed_source, throughput
+from drkernel.train.stall import FlowCounts, diagnose_stall
 
 log = get_logger("train")
 REPO = Path(__file__).resolve().parents[1]
@@ -46,6 +47,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 class JobStopped(Exception):
     """SIGTERM (ray job stop) or SIGINT: the job stops at once and cleans up."""
+
+
+class JobStalled(RuntimeError):
+    """No batch for trainer.stall_limit_s, or a group met infrastructure faults past its limit: the reason says
+    which counts stopped moving."""
 
 
 def _raise_stopped(signum: int, _frame: Any) -> None:
@@ -334,9 +340,13 @@ class TrainJob:
         """How many nodes host this job's actors and replicas (logged; a two-node test checks it)."""
         from ray.util.state import list_actors
 
-        job_id = ray.get_runtime_context().get_job_id()
-        try:
-            alive = list_actors(filters=[("state", "=", "ALIVE")], limit=10_000)
+        context = ray.get_runtime_context()
+        job_id = context.get_job_id()
+        if not ray._private.worker.get_dashboard_url():  # no state API: asking would wait on retries, or elsewhere
+            log.info("actor placement unknown (this cluster runs no dashboard)")
+            return 0
+        try:  # this job's cluster by its own address: without it the state API may pick another cluster on the host
+            alive = list_actors(address=context.gcs_address, filters=[("state", "=", "ALIVE")], limit=10_000)
         except Exception as e:  # the state API needs the dashboard; placement is only reported
             log.info("actor placement unknown (Ray state API unavailable: %s)", type(e).__name__)
             return 0
@@ -386,9 +396,13 @@ class TrainJob:
         verify_s = [traj.metrics.get("verify_s", 0.0) for traj in trajectories]
         verified = sum(1 for traj in trajectories for t in traj.turns if t.verdict is not None)
         queue = await self.queue.stats.remote()
+        source = await self.source.stats.remote()
         metrics.update(await self.source.metrics.remote())
         metrics.update(
             {
+                "groups/dropped_stale": float(queue.get("dropped", 0)),  # cumulative, like the two below
+                "groups/failed": float(source.get("failed", 0)),
+                "groups/requeued_infra": float(source.get("requeued", 0)),
                 "trainer/version": float(self.version),
                 "rollout/tokens": float(tokens),
                 "rollout/verifier_calls": float(verified),
@@ -410,6 +424,7 @@ class TrainJob:
         t_run, tokens = time.monotonic(), 0
         t_last, first_step = t_run, self.step
         bar = Progress(cfg.trainer.total_steps, "train steps", every_s=60.0, initial=self.step)  # + a line per step
+        await self._reset_stall_watch()
         while self.step < cfg.trainer.total_steps:
             groups = await self.queue.get_batch.remote(cfg.queue.groups_per_step, 5.0)
             if not groups:
@@ -417,7 +432,9 @@ class TrainJob:
                     rollouts.result()  # re-raise a pool failure; else the prompts ran out
                     log.info("prompts exhausted after %d steps", self.step)
                     break
+                await self._watch_stall()
                 continue
+            await self._reset_stall_watch()
             if self.step + 1 == cfg.trainer.total_steps:
                 # The last batch: no rollout may start for a step that never comes, so the saved cursor is
                 # exactly what was trained (plus groups returned to the source, re-issued on a resume).
@@ -455,6 +472,42 @@ class TrainJob:
         bar.close()
         await self.pool.stop()
         rollouts.cancel()
+
+    async def _flow(self) -> FlowCounts:
+        queue, source = await self.queue.stats.remote(), await self.source.stats.remote()
+        pool = self.pool.stats() if self.pool is not None else {"workers": {}, "deaths": []}
+        return FlowCounts(
+            accepted=int(queue.get("consumed", 0) + queue.get("ready", 0)),
+            dropped=int(queue.get("dropped", 0)),
+            failed=int(source.get("failed", 0)),
+            requeued=int(source.get("requeued", 0)),
+            running=int(queue.get("running", 0)),
+            ready=int(queue.get("ready", 0)),
+            workers=len(pool["workers"]),
+            worker_deaths=len(pool["deaths"]),
+        )
+
+    async def _reset_stall_watch(self) -> None:
+        self._waiting_since = self._last_warn = time.monotonic()
+        self._before_stall = await self._flow()
+
+    async def _watch_stall(self) -> None:
+        """Between empty polls: stop at once on the prompt source's stop reason; log why nothing arrives every
+        trainer.stall_warn_s; stop after trainer.stall_limit_s without a batch."""
+        reason = await self.source.stop_reason.remote()
+        if reason:
+            raise JobStalled(f"stopping: {reason}")
+        now, tc = time.monotonic(), self.cfg.trainer
+        waited = now - self._waiting_since
+        if now - self._last_warn < tc.stall_warn_s and waited < tc.stall_limit_s:
+            return
+        statuses = serve.status().applications
+        apps = {name: str(getattr(statuses.get(name), "status", "MISSING")).split(".")[-1] for name in self._apps}
+        line = diagnose_stall(self._before_stall, await self._flow(), waited, apps)
+        if waited >= tc.stall_limit_s:
+            raise JobStalled(f"stopping after trainer.stall_limit_s={tc.stall_limit_s:.0f}: {line}")
+        log.warning("%s", line)
+        self._last_warn = now
 
     async def _checkpoint(self) -> None:
         extra = {
@@ -518,6 +571,10 @@ class TrainJob:
             "trajectories": int(sum(m.get("rollout/trajectories", 0.0) for m in h)),
             "verifier_calls": int(sum(m.get("rollout/verifier_calls", 0.0) for m in h)),
             **throughput(h, wall_s),
+            **{
+                f"groups_{k}": int(h[-1].get(f"groups/{k}", 0.0)) if h else 0
+                for k in ("dropped_stale", "failed", "requeued_infra")
+            },
             "wall_s": round(wall_s, 1),
             "sft_wall_s": round(self.sft_wall_s, 1),
             "commit": provenance()["git_commit"],

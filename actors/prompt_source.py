@@ -36,8 +36,10 @@ class PromptSource:
         self._owner: dict[str, str | None] = {}  # group id -> worker running it (None: waiting to be re-issued)
         self._line: deque[str] = deque()  # re-issued groups, served before new rows
         self._exhausted = False
-        self._counts = {"issued": 0, "reissued": 0, "completed": 0, "duplicates": 0, "failed": 0}
+        self._counts = {"issued": 0, "reissued": 0, "completed": 0, "duplicates": 0, "failed": 0, "requeued": 0}
         self._failed: list[dict[str, str]] = []
+        self._requeues: dict[str, int] = {}  # group id -> times it went back for infrastructure faults
+        self._stop_reason: str | None = None  # set when a group met infrastructure faults past the limit
 
     def next_group(self, worker_id: str, issued_version: int) -> PromptGroup | None:
         """The next group for `worker_id` (re-issued ones first); None once the stream is exhausted."""
@@ -91,6 +93,29 @@ class PromptSource:
         self._failed.append({"group_id": group_id, "error": error[-2000:]})
         return True
 
+    def requeue(self, group_id: str, error: str, limit: int) -> bool:
+        """A group whose samples met only infrastructure faults was never judged: back to the end of the line.
+        Past `limit` times the group fails and the source records why, for the job to stop on (the service is
+        down, not the prompt); False then, or when another copy already finished it."""
+        if self._owner.get(group_id, "") is None or group_id not in self._outstanding:
+            return False
+        self._requeues[group_id] = self._requeues.get(group_id, 0) + 1
+        if self._requeues[group_id] > limit:
+            self._stop_reason = (
+                f"group {group_id} failed for infrastructure reasons {self._requeues[group_id]} times "
+                f"(rollout.infra_requeues={limit}); last: {error[-500:]}"
+            )
+            self.fail(group_id, error)
+            return False
+        self._owner[group_id] = None
+        self._line.append(group_id)
+        self._counts["requeued"] += 1
+        return True
+
+    def stop_reason(self) -> str | None:
+        """Why the job must stop (a group met infrastructure faults past its limit), or None."""
+        return self._stop_reason
+
     def reissue(self, worker_id: str) -> list[str]:
         """Put every group of `worker_id` (dead or stopped) back at the head of the line, in issue order."""
         mine = [gid for gid in self._outstanding if self._owner[gid] == worker_id]
@@ -115,6 +140,7 @@ class PromptSource:
             **self._counts,
             "outstanding": len(self._outstanding),
             "waiting_reissue": len(self._line),
+            "stop_reason": self._stop_reason,
             "exhausted": self._exhausted,
             "cursor": self._stream.state_dict(),
         }

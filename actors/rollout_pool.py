@@ -122,21 +122,30 @@ class RolloutPool:
         return dict(self.results)
 
     async def stop(self, timeout_s: float = 10.0) -> None:
-        """Stop every worker (their groups go back to the prompt source), then kill the actors."""
+        """Stop every worker (their groups go back to the prompt source), then kill the actors.
+
+        Also from a later event loop than the one that started the pool (cleanup after a failed run): the
+        supervisors of a closed loop are already gone, and a queue or source that died with the run does not
+        keep the workers alive."""
         self._stopping = True
         live = list(self.workers.values())
         stops = [handle.stop.remote() for _, handle in live]
         if stops:
             await asyncio.wait([asyncio.ensure_future(ref) for ref in stops], timeout=timeout_s)
-        for task in self._supervisors:
+        loop = asyncio.get_running_loop()
+        mine = [task for task in self._supervisors if task.get_loop() is loop]
+        for task in mine:
             task.cancel()
-        await asyncio.gather(*self._supervisors, return_exceptions=True)
-        for worker_id, handle in live:
+        await asyncio.gather(*mine, return_exceptions=True)
+        for _, handle in live:
             ray.kill(handle, no_restart=True)
-            # A worker that did not stop in time still must not keep slots or groups.
-            await self._queue.release_worker.remote(worker_id)
-            await self._source.reissue.remote(worker_id)
         self.workers.clear()
+        for worker_id, _ in live:  # a worker that did not stop in time still must not keep slots or groups
+            try:
+                await self._queue.release_worker.remote(worker_id)
+                await self._source.reissue.remote(worker_id)
+            except ray.exceptions.RayActorError as e:
+                log.warning("rollout worker %s: its slots and groups were not handed back (%s)", worker_id, e)
 
     def stats(self) -> dict[str, Any]:
         return {

@@ -8,8 +8,12 @@ drkernel.rollout.episode.run_episode), so the loop is tested on its own.
 Failures. A sample whose episode raises (an engine or verifier replica lost, a bug) is retried
 `rollout.sample_retries` times; past that the group is failed: its sibling episodes are cancelled and
 awaited, its slot is freed and the prompt source reports it (it is not re-issued: a prompt that always breaks
-the episode must not loop forever). Verdicts that are infrastructure errors are not failures here: the
-episode masks those samples. `stop()` cancels every slot and every episode and waits for them, so no task
+the episode must not loop forever). When every failure of that sample was an infrastructure fault (a policy
+or verifier replica dying, Serve having no replica, an object lost with its node), the group was never
+judged: it goes back to the line instead (prompt source `requeue`, at most `rollout.infra_requeues` times,
+then the job stops saying why), and the slot backs off before its next group so a service being restarted
+is not hammered. Verdicts that are infrastructure errors are not failures here: the episode masks those
+samples. `stop()` cancels every slot and every episode and waits for them, so no task
 outlives the worker's loop; the worker's in-flight groups go back to the prompt source.
 """
 
@@ -22,6 +26,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import ray
+from ray.exceptions import ObjectLostError, RayActorError
+from ray.serve.exceptions import RayServeException
 
 from drkernel.config.train import RolloutConfig
 from drkernel.config.verifier import VerifyOptions
@@ -50,8 +56,17 @@ class EpisodeFn(Protocol):
     ) -> Awaitable[Trajectory]: ...
 
 
+# Faults of the job's own services, never of the candidate: its timeouts, crashes and errors are verdicts.
+INFRA_FAULTS = (RayActorError, RayServeException, ObjectLostError)
+INFRA_BACKOFF_S = (1.0, 30.0)  # a slot's wait after an infra-failed group, doubling per consecutive one, capped
+
+
 class GroupFailed(RuntimeError):
     """A sample of the group failed past its retries."""
+
+
+class GroupInfraFailed(GroupFailed):
+    """A sample of the group failed past its retries, every time for an infrastructure fault."""
 
 
 @ray.remote(num_cpus=0)
@@ -96,7 +111,14 @@ class RolloutWorker:
         self._episodes: set[asyncio.Task] = set()  # live episode tasks (stats: 0 once a group is done)
         self._running = False
         self._stopping = False
-        self._counts = {"groups": 0, "duplicates": 0, "failed_groups": 0, "samples": 0, "sample_errors": 0}
+        self._counts = {
+            "groups": 0,
+            "duplicates": 0,
+            "failed_groups": 0,
+            "infra_requeued": 0,
+            "samples": 0,
+            "sample_errors": 0,
+        }
         self._errors: list[str] = []
 
     async def _generate(self, prompt_ids: list[int], sampling: SamplingParams) -> GenerateOutput:
@@ -113,6 +135,7 @@ class RolloutWorker:
 
     async def _sample(self, group: PromptGroup, index: int) -> Trajectory:
         """One episode, retried on an exception (cancellation is never retried)."""
+        infra_only = True
         for attempt in range(self.cfg.sample_retries + 1):
             try:
                 trajectory = await self._episode(
@@ -129,11 +152,12 @@ class RolloutWorker:
                 return trajectory
             except Exception as e:  # any episode failure is retried, then fails the group
                 self._counts["sample_errors"] += 1
+                infra_only = infra_only and isinstance(e, INFRA_FAULTS)
                 message = f"{group.group_id}/{index} attempt {attempt + 1}: {type(e).__name__}: {e}"
                 self._errors = (self._errors + [message])[-20:]
                 log.warning("rollout worker %s: %s", self.worker_id, message)
                 last = e
-        raise GroupFailed(
+        raise (GroupInfraFailed if infra_only else GroupFailed)(
             f"sample {index} of {group.group_id} failed {self.cfg.sample_retries + 1} times: "
             f"{type(last).__name__}: {last}"
         ) from last
@@ -157,6 +181,7 @@ class RolloutWorker:
 
     async def _slot(self) -> None:
         """Admission -> group -> episodes -> put, until stopped or out of prompts."""
+        infra_streak = 0
         while not self._stopping:
             admission = await self._queue.try_admit.remote(self.worker_id, self._admit_poll_s)
             if admission is None:
@@ -168,10 +193,17 @@ class RolloutWorker:
             start = time.monotonic()
             try:
                 trajectories = await self._run_group(group)
+            except GroupInfraFailed as e:
+                self._counts["infra_requeued"] += 1
+                await self._queue.requeue.remote(admission.ticket, group.group_id, str(e), self.cfg.infra_requeues)
+                infra_streak += 1
+                await asyncio.sleep(min(INFRA_BACKOFF_S[0] * 2 ** (infra_streak - 1), INFRA_BACKOFF_S[1]))
+                continue
             except GroupFailed as e:
                 self._counts["failed_groups"] += 1
                 await self._queue.fail.remote(admission.ticket, group.group_id, str(e))
                 continue
+            infra_streak = 0
             finished = FinishedGroup.of(group, trajectories, admission.ticket, self.worker_id)
             finished.metrics["rollout_s"] = time.monotonic() - start
             kept = await self._queue.put.remote(finished)

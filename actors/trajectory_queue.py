@@ -119,6 +119,14 @@ class TrajectoryQueue:
         self._notify()
         return released
 
+    async def requeue(self, ticket: int, group_id: str, error: str, limit: int) -> bool:
+        """A group failed by infrastructure faults only: its slot is freed and the prompt source puts it back
+        in line (False once it has gone back `limit` times: the source then holds the job's stop reason)."""
+        back = await self._ask_source("requeue", group_id, error, limit)
+        self._ctl.release(ticket, "abandoned")
+        self._notify()
+        return back
+
     async def get_batch(self, batch_size: int | None = None, timeout_s: float | None = None) -> list[FinishedGroup]:
         """`batch_size` (default groups_per_step) finished groups, oldest version first; waits for them.
         Returns [] when `timeout_s` passes first, so the trainer can check its own stop conditions."""

@@ -87,6 +87,9 @@ class RolloutConfig(StrictModel):
     top_k: int = Field(0, ge=0, description="top-k (0 = off)")
     cpus_per_worker: float = Field(0.25, ge=0, description="Ray CPUs reserved by one rollout worker")
     sample_retries: int = Field(1, ge=0, description="retries of an episode that raised before its group fails")
+    infra_requeues: int = Field(
+        8, ge=0, description="times a group failed by infrastructure faults goes back to the line before the job stops"
+    )
     min_generation_tokens: int = Field(32, ge=1, description="an episode ends when less generation room is left")
     end_on_format_error: bool = Field(False, description="end the episode at a turn without a closed code block")
     end_on_correct: bool = Field(False, description="end the episode at the first correct, honest kernel")
@@ -124,6 +127,10 @@ class TrainerConfig(StrictModel):
     publish_every: int = Field(1, ge=1, description="k: push weights to the policy every k steps")
     bucket_mb: int = Field(512, ge=1, le=2048, description="largest weight-push bucket in MB")
     checkpoint_every: int = Field(10, ge=1, description="m: checkpoint every m steps (and at the end)")
+    stall_warn_s: float = Field(120.0, gt=0, description="log why no batch arrived after this long, and as often")
+    stall_limit_s: float = Field(
+        1800.0, gt=0, description="stop the job, with that reason, after this long without one"
+    )
     output_dir: str = Field("runs/train", description="checkpoints, metrics and samples land here")
     cpus_per_worker: float = Field(1.0, ge=0, description="Ray CPUs reserved by one trainer rank")
     accelerators_per_worker: float = Field(1.0, gt=0, le=1, description="GPU/NPU share of one rank (<1: shared)")

@@ -126,8 +126,8 @@ class Channel:
             self._gone(e)
 
     def _gone(self, e: BaseException) -> None:
-        if self.trusted:
-            raise Infra("reference", f"reference runner went away: {type(e).__name__}")
+        if self.trusted:  # killed from outside (OOM killer, operator): no verdict on the reference, an infra error
+            raise Infra("infra", f"reference runner went away: {type(e).__name__}")
         raise CandidateGone() from e
 
     def reply(self, expect: str, max_payload: int = 0, precheck: Any = None) -> tuple[dict[str, Any], bytes]:
@@ -601,7 +601,7 @@ class Judge:
         try:
             header, payload = protocol.recv(ch.conn, 0)
         except (EOFError, ConnectionError) as e:
-            raise Infra("reference" if ch.trusted else "infra", "a runner died while starting") from e
+            raise Infra("infra", "a runner died while starting") from e
         except protocol.ProtocolError as e:
             raise Infra("infra", f"runner start-up message rejected: {e}") from e
         if header["type"] == "reference_failed":
