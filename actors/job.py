@@ -477,7 +477,7 @@ class TrainJob:
         queue, source = await self.queue.stats.remote(), await self.source.stats.remote()
         pool = self.pool.stats() if self.pool is not None else {"workers": {}, "deaths": []}
         return FlowCounts(
-            accepted=int(queue.get("consumed", 0) + queue.get("ready", 0)),
+            consumed=int(queue.get("consumed", 0)),
             dropped=int(queue.get("dropped", 0)),
             failed=int(source.get("failed", 0)),
             requeued=int(source.get("requeued", 0)),

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 class FlowCounts:
     """Cumulative counts at one instant (queue, prompt source and pool), compared across a stall."""
 
-    accepted: int = 0  # groups finished and accepted by the queue (ever)
+    consumed: int = 0  # groups taken by the trainer (ever)
     dropped: int = 0  # dropped as stale
     failed: int = 0  # retired: failed past their retries, never trained
     requeued: int = 0  # back to the line after infrastructure faults
@@ -33,7 +33,7 @@ def diagnose_stall(before: FlowCounts, now: FlowCounts, waited_s: float, apps: M
     `apps`: this job's Serve apps by name -> status (RUNNING, DEPLOYING, UNHEALTHY, ...).
     """
     delta = {
-        "accepted": now.accepted - before.accepted,
+        "consumed": now.consumed - before.consumed,
         "dropped_stale": now.dropped - before.dropped,
         "failed": now.failed - before.failed,
         "requeued_infra": now.requeued - before.requeued,
@@ -49,7 +49,7 @@ def diagnose_stall(before: FlowCounts, now: FlowCounts, waited_s: float, apps: M
         causes.append(
             "groups fail (infrastructure faults send them back to the line; is the verifier or a policy replica down?)"
         )
-    if delta["dropped_stale"] and not delta["accepted"]:
+    if delta["dropped_stale"] and not delta["consumed"]:
         causes.append("every finished group was dropped as stale (a policy replica serving an old version?)")
     if not causes and now.running and not any(delta.values()):
         causes.append("groups are being sampled but none finished (slow or hung generation or verification)")

@@ -81,6 +81,8 @@ def test_a_killed_policy_replica_restarts_on_the_published_weights(ray_cluster, 
         "trainer.total_steps=4",
         "trainer.checkpoint_every=4",
         "rollout.sample_retries=2",
+        "trainer.stall_warn_s=30",
+        "trainer.stall_limit_s=600",  # a replica left on version 0 stalls a synchronous run: fail, do not hang
     )
     job = TrainJob(cfg)
     killer = ReplicaKiller(run, cfg.policy.app_name, after_step=1)

@@ -98,7 +98,9 @@ def test_the_feedback_budget_holds_for_any_text(tokenizer, alphabet):
     }
     text = "".join(rng.choice(pools[alphabet]) for _ in range(6000))
     verdict = ok(
-        False, error=ErrorInfo(kind="runtime", message=text), checks=[CheckRecord(name="correctness", passed=False, detail=text)]
+        False,
+        error=ErrorInfo(kind="runtime", message=text),
+        checks=[CheckRecord(name="correctness", passed=False, detail=text)],
     )
     for budget in (130, 256, 512):
         content = budgeted_feedback(verdict, "Model", tokenizer, budget)["content"]
