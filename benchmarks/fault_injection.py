@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "e2e"))
 sys.path.insert(0, str(REPO / "tests" / "actors"))
 sys.path.insert(0, str(REPO / "tests" / "rollout"))
+sys.path.insert(0, str(REPO / "tests" / "e2e"))  # first: its conftest holds the tiny recipe
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
@@ -90,8 +90,9 @@ def probe_policy(root: Path, out: Path, staleness: int) -> Row:
     )
     job, killed = TrainJob(cfg), []
 
-    def killer() -> None:
-        while not (run / "metrics.jsonl").is_file():
+    def killer() -> None:  # after step 1's line: its weight push is done
+        metrics = run / "metrics.jsonl"
+        while not (metrics.is_file() and metrics.read_text().strip()):
             time.sleep(0.2)
         name = _replicas(cfg.policy.app_name)[0]
         ray.kill(ray.get_actor(name, namespace="serve"), no_restart=True)

@@ -84,9 +84,9 @@ def test_a_sample_that_meets_two_verifier_deaths_sends_its_group_back_to_the_lin
 
     result, worker_stats = asyncio.run(main())
     thread.join(timeout=10)
-    assert len(kills) == 2 and kills[1] in under_first, kills  # a sample whose call died twice
     counts = Counter(g.split("#")[0] for g in result["consumed"])
     assert counts == {"plain00": 1, "doomed01": 1, "plain02": 1}, counts  # nothing lost, nothing twice
+    assert len(kills) == 2 and kills[1] in under_first, kills  # a sample whose verifier died twice
     stats = ray.get(source.stats.remote())
     assert stats["failed"] == 0 and stats["requeued"] >= 1 and stats["stop_reason"] is None
     assert worker_stats["infra_requeued"] >= 1 and worker_stats["failed_groups"] == 0
