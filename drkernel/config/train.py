@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 
 from drkernel.config.algorithm import AlgorithmConfig
 from drkernel.config.base import StrictModel
+from drkernel.config.serve import VerifierServeConfig
 from drkernel.config.sft import DemoConfig
 from drkernel.config.verifier import DeviceName, VerifyOptions
 
@@ -122,24 +123,30 @@ class TrainerConfig(StrictModel):
     publish_every: int = Field(1, ge=1, description="k: push weights to the policy every k steps")
     bucket_mb: int = Field(512, ge=1, le=2048, description="largest weight-push bucket in MB")
     checkpoint_every: int = Field(10, ge=1, description="m: checkpoint every m steps (and at the end)")
-    output_dir: str = Field("runs/train", description="checkpoints, metrics and samples land here")
+    output_dir: str | None = Field(
+        None, description="the run folder (checkpoints, metrics, samples); null = a new one under ~/drkernel-runs"
+    )
     cpus_per_worker: float = Field(1.0, ge=0, description="Ray CPUs reserved by one trainer rank")
     accelerators_per_worker: float = Field(1.0, gt=0, le=1, description="GPU/NPU share of one rank (<1: shared)")
     num_threads: int | None = Field(1, ge=1, description="torch CPU threads of a trainer rank")
     seed: int = Field(0, description="seed of the trainer (PRS draws, dropout)")
 
 
-class TrainVerifierConfig(StrictModel):
-    """The job's own verifier deployment: HTTP users of another verifier app can never stall training."""
+class TrainVerifierConfig(VerifierServeConfig):
+    """The job's verifier: the Serve application of `drkernel serve verifier` (the same settings, autoscaling
+    between autoscaling.min_replicas and max_replicas), deployed under this job's own app name."""
 
+    device: DeviceName = Field("cpu", description="device kind of each replica: auto picks what the cluster offers")
     app_name: str = Field("drkernel-train-verifier", min_length=1, description="Serve app name owned by this job")
-    device: Literal["cpu", "cuda", "npu"] = Field("cpu", description="device kind each verifier replica owns")
-    num_replicas: int = Field(1, ge=1, description="verifier replicas (one device each on accelerators)")
-    max_concurrency: int = Field(2, ge=1, description="evaluations compiling/checking at once per replica")
-    cpus_per_replica: float = Field(1.0, ge=0, description="Ray CPUs reserved by one verifier replica")
-    accelerators_per_replica: float = Field(1.0, gt=0, le=1, description="GPU/NPU share of one replica (<1: shared)")
+    route_prefix: str | None = Field(None, description="HTTP route for users to verify kernels; null = none")
     options: VerifyOptions = Field(default_factory=VerifyOptions, description="options of every evaluation")
     injected_latency_s: float = Field(0.0, ge=0, description="benchmarks only: sleep this long before each verdict")
+
+    def serve_config(self, device: str) -> VerifierServeConfig:
+        """The Serve app's settings on the resolved `device` (cpu, cuda or npu)."""
+        return VerifierServeConfig.model_validate(
+            self.model_dump(include=set(VerifierServeConfig.model_fields)) | {"device": device}
+        )
 
 
 class LoggingConfig(StrictModel):
