@@ -179,6 +179,13 @@ class TrainConfig(DemoConfig):
             raise ValueError("rollout.max_new_tokens must be smaller than rollout.max_context_tokens")
         if self.policy.app_name == self.verifier.app_name:
             raise ValueError("policy.app_name and verifier.app_name must differ")
+        per_worker = self.rollout.groups_per_worker * self.rollout.samples_per_prompt
+        if per_worker > self.verifier.max_queued_requests:
+            raise ValueError(
+                f"a rollout worker can have {per_worker} verifications waiting (rollout.groups_per_worker x "
+                f"samples_per_prompt), more than verifier.max_queued_requests ({self.verifier.max_queued_requests}) "
+                "lets one caller queue: raise it"
+            )
         if self.data.categories is not None and self.rl_data.prompt_file is not None:
             raise ValueError("data.categories picks the task library's prompts; rl_data.prompt_file is its own pool")
         return self
