@@ -191,6 +191,7 @@ def test_submitted_job_runs_on_the_worker_node_and_stop_leaves_nothing(two_node_
             *overrides,
             "sft.output_dir=sft",  # relative: the warm start runs in the job and lands in the run folder
             "model.output_dir=base",
+            "sft.epochs=2",  # only where it runs is under test here; the session's recipe already trained one
             f"trainer.total_steps={STEPS}",
             f"policy.http_port={cluster['serve_http']}",  # Serve's default 8000 may be taken
         ],
