@@ -281,9 +281,9 @@ class TrainJob:
             and any(v > 0 for v in (a.required_resources or {}).values())
         ]
         nodes = {a.node_id for a in mine}
-        on_head = sum(1 for a in mine if a.node_id in heads)
+        on_head = sorted(a.class_name for a in mine if a.node_id in heads)
         log.info(
-            "%d actors and replicas of this job on %d node(s), %d on the head node", len(mine), len(nodes), on_head
+            "%d actors and replicas of this job on %d node(s); on the head node: %s", len(mine), len(nodes), on_head
         )
         return len(nodes)
 
