@@ -58,6 +58,11 @@ class Unsupported(RuntimeError):
     """A Triton feature the counter cannot count (tensor descriptors)."""
 
 
+class Race(RuntimeError):
+    """Programs of one launch touched the same bytes, one of them with a plain store: the interpreter runs programs
+    one after another, so the result depends on an order a GPU does not keep."""
+
+
 def _precision(a: Any, input_precision: Any) -> str:
     """The pipe a GPU runs this dot on. input_precision matters for fp32 operands only: fp64 operands run on the
     FP64 units whatever it says (red-team finding: an fp64 dot was priced at the TF32 rate, 7.4x fp32's)."""
@@ -86,12 +91,19 @@ class _Launch:
         self.programs = 0
         self.stores: list[np.ndarray] = []
         self.store_sizes: list[int] = []
+        self.program_stores: list[np.ndarray] = []  # this program's plain (non-atomic) store addresses
+        self.program_store_sizes: list[int] = []
+        self.plain: list[tuple[int, np.ndarray, np.ndarray, bool]] = []  # (program, starts, ends, is_store) ranges
         self.flops: dict[str, float] = {}
 
     def add_flops(self, kind: str, n: float) -> None:
         self.flops[kind] = self.flops.get(kind, 0.0) + n
 
     def end_program(self) -> None:
+        if self.program_stores:
+            s, e = _union(*_ranges(self.program_stores, self.program_store_sizes))
+            self.plain.append((self.programs, s, e, True))
+            self.program_stores, self.program_store_sizes = [], []
         if not self.program:
             return
         starts, ends = _ranges(self.program, self.program_sizes)
@@ -103,10 +115,38 @@ class _Launch:
         if unique > L1_BYTES_PER_PROGRAM:
             self.spilled += loaded - unique
         self.loads.append((starts, ends))
+        self.plain.append((self.programs, starts, ends, False))
         self.program, self.program_sizes = [], []
+
+    def check_races(self) -> None:
+        """Raise Race when a program plainly stored bytes another program of the launch loaded or stored (atomics
+        aside). Red-team finding: a split-K matmul adding partial tiles into C with load + add + store was right in
+        the interpreter, which runs programs in turn, and loses updates on a GPU, where they run at once."""
+        stores = [(p, s, e) for p, s, e, st in self.plain if st]
+        if not stores:
+            return
+        owner = np.concatenate([np.full(s.size, p, dtype=np.int64) for p, s, _ in stores])
+        s_all = np.concatenate([s for _, s, _ in stores])
+        e_all = np.concatenate([e for _, _, e in stores])
+        order = np.argsort(s_all, kind="stable")
+        owner, s_all, e_all = owner[order], s_all[order], e_all[order]
+        if s_all.size > 1 and (s_all[1:] < np.maximum.accumulate(e_all)[:-1]).any():
+            raise Race("two programs of one launch stored the same bytes without atomics")
+        loads = [(p, s, e) for p, s, e, st in self.plain if not st and s.size]
+        if not loads:
+            return
+        changed = np.concatenate([[0], np.cumsum(owner[1:] != owner[:-1])])
+        reader = np.concatenate([np.full(s.size, p, dtype=np.int64) for p, s, _ in loads])
+        lo = np.searchsorted(e_all, np.concatenate([s for _, s, _ in loads]), side="right")  # stores ending after
+        hi = np.searchsorted(s_all, np.concatenate([e for _, _, e in loads]), side="left")  # stores starting before
+        hit = hi > lo
+        lo, hi, reader = lo[hit], hi[hit], reader[hit]
+        if (owner[lo] != reader).any() or (changed[hi - 1] != changed[lo]).any():
+            raise Race("a program of one launch loaded bytes another program stored without atomics")
 
     def count(self) -> LaunchCount:
         self.end_program()
+        self.check_races()
         read = 0
         if self.loads:
             starts, ends = _union(*(np.concatenate(part) for part in zip(*self.loads)))
@@ -182,7 +222,7 @@ class TritonCounter:
             bad = int(a[~ok][0])
             raise OutsideBuffers(f"access at {bad:#x} outside the buffers the trace reported")
 
-    def _access(self, into: str, ptrs: Any, mask: Any) -> None:
+    def _access(self, into: str, ptrs: Any, mask: Any, atomic: bool = False) -> None:
         from triton.runtime.interpreter import _get_np_dtype
 
         size = np.dtype(_get_np_dtype(ptrs.get_element_ty())).itemsize
@@ -198,6 +238,9 @@ class TritonCounter:
         else:
             self._current.stores.append(on)
             self._current.store_sizes.append(size)
+            if not atomic:
+                self._current.program_stores.append(on)
+                self._current.program_store_sizes.append(size)
 
     # -- installation -----------------------------------------------------------------------------
     def _patch(self, cls: type, name: str, make: Any) -> None:
@@ -232,7 +275,7 @@ class TritonCounter:
         def atomic_rmw(original: Any) -> Any:
             def f(builder: Any, op: Any, ptr: Any, val: Any, mask: Any, *rest: Any) -> Any:
                 counter._access("load", ptr, mask)
-                counter._access("store", ptr, mask)
+                counter._access("store", ptr, mask, atomic=True)
                 return original(builder, op, ptr, val, mask, *rest)
 
             return f
@@ -240,7 +283,7 @@ class TritonCounter:
         def atomic_cas(original: Any) -> Any:
             def f(builder: Any, ptr: Any, *rest: Any) -> Any:
                 counter._access("load", ptr, None)
-                counter._access("store", ptr, None)
+                counter._access("store", ptr, None, atomic=True)
                 return original(builder, ptr, *rest)
 
             return f

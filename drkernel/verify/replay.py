@@ -27,7 +27,7 @@ from torch.utils._pytree import tree_flatten
 
 from drkernel.perfmodel import LaunchCount, ModelledTime, get_profile, model_time
 from drkernel.perfmodel.aten_count import AtenCounter
-from drkernel.perfmodel.triton_count import OutsideBuffers, TritonCounter, Unsupported
+from drkernel.perfmodel.triton_count import OutsideBuffers, Race, TritonCounter, Unsupported
 from drkernel.verify import gpu_dot, problem, protocol, tensors
 from drkernel.verify.gate import check_source
 
@@ -366,7 +366,7 @@ def _why(err: BaseException) -> str:
         chain.append(cur)
         cur = cur.__cause__ or cur.__context__
     for e in chain:
-        if isinstance(e, (OutsideBuffers, Unsupported)):
+        if isinstance(e, (OutsideBuffers, Race, Unsupported)):
             return str(e)
     return f"{type(err).__name__}: {str(err)[:300]}"
 
