@@ -5,7 +5,8 @@ with the mode off). Views, allocations and metadata operators launch nothing and
 every tensor argument is read once (its distinct storage extent, so a broadcast view counts its real
 size), every returned tensor written once. Flops: torch's own formulas for matmul-class operators
 (torch.utils.flop_counter), priced at the precision of the operands; FP32 matmuls are FP32 (eager
-PyTorch leaves TF32 off), FP32 convolutions TF32 (cuDNN's default), complex ones count their real arithmetic (4x the formula's), fp64 ones the FP64 rate.
+PyTorch leaves TF32 off), FP32 convolutions TF32 (cuDNN's default), complex ones count their real arithmetic
+(4x the formula's), fp64 ones the FP64 rate.
 """
 
 from __future__ import annotations
