@@ -244,11 +244,11 @@ class TrainJob:
 
     def setup(self) -> None:
         cfg = self.cfg
+        if not self.allow_sft:  # refuse before anything is made or started
+            resolve_model_path(cfg, allow_sft=False)
         setup_logging(cfg.logging.json_logs or None)  # None: the environment (`--log-json`) decides
         log.info("run folder %s", self.out)
         self.out.mkdir(parents=True, exist_ok=True)
-        if not self.allow_sft:  # refuse before any cluster starts
-            resolve_model_path(cfg, allow_sft=False)
         checkpoint = latest_checkpoint(self.out / "checkpoints") if self.resume else None
         if self.resume and checkpoint is None:
             raise FileNotFoundError(f"--resume: no checkpoint under {self.out / 'checkpoints'}")
@@ -604,7 +604,8 @@ class TrainJob:
             finally:
                 for s, handler in previous.items():
                     signal.signal(s, handler)
-                log.info("run folder %s", self.out)
+                if self.out.exists():  # a refusal before setup made anything names no folder
+                    log.info("run folder %s", self.out)
         summary = self.summary(time.monotonic() - t0)  # end to end: setup, SFT and cleanup count
         (self.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
         return summary
