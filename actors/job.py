@@ -115,7 +115,8 @@ def resolve_model_path(cfg: TrainConfig, allow_sft: bool = True) -> tuple[str, f
         t0 = time.monotonic()
         if ray.is_initialized():
             tc = cfg.trainer
-            options = ray_options(tc.device, tc.cpus_per_worker, tc.accelerators_per_worker)
+            kind = resolve_kind(tc.device, ray.cluster_resources())
+            options = ray_options(kind, tc.cpus_per_worker, tc.accelerators_per_worker)
             node = ray.get(_sft_task.options(**options).remote(cfg.model_dump(mode="json")))
             log.info("SFT warm start done on node %s", node[:12])
         else:
