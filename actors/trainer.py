@@ -80,6 +80,7 @@ class TrainerWorker:
         self.step = 0  # optimizer updates done
         self.calls = 0  # train_step calls (skipped ones included)
         self.publisher: WeightPublisher | None = None
+        self._store: Any = None  # the policy app's weight store, made by the first attach_policy
         self.version = 0
 
     def rendezvous_address(self) -> tuple[str, int]:
@@ -192,7 +193,9 @@ class TrainerWorker:
             from serve_apps.policy import policy_handle
 
             replicas = ServeReplicas(policy_handle(self.cfg.policy.app_name), self.cfg.policy.num_replicas)
-            store = weight_store(self.cfg.policy.app_name)  # a restarted replica loads the last push from it
+            if self._store is None:  # one store for the trainer's life: a second attach (resume) must not drop
+                self._store = weight_store(self.cfg.policy.app_name)  # the handle that keeps it alive
+            store = self._store  # a restarted replica loads the last push from it
         if version is not None:
             self.version = version
         self.publisher = WeightPublisher(

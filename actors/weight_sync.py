@@ -127,10 +127,21 @@ class WeightStore:
         return self._latest
 
 
-def weight_store(app_name: str) -> ray.actor.ActorHandle:
+def weight_store(app_name: str, wait_s: float = 60.0) -> ray.actor.ActorHandle:
     """The weight store of policy app `app_name`, created if it does not exist (owned by the caller's process,
-    so it goes when the trainer goes)."""
-    return WeightStore.options(name=store_name(app_name), namespace=STORE_NAMESPACE, get_if_exists=True).remote()
+    so it goes when the trainer goes). The store of an earlier run's trainer that just died can still hold the
+    name for a moment (a resumed job meets it): such a handle answers with an actor error, and the name is
+    asked for again until Ray has released it."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        store = WeightStore.options(name=store_name(app_name), namespace=STORE_NAMESPACE, get_if_exists=True).remote()
+        try:
+            ray.get(store.latest.remote(), timeout=wait_s)
+            return store
+        except ray.exceptions.RayActorError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 @dataclass
