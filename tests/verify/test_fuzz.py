@@ -174,9 +174,10 @@ def test_cli_verdicts_are_one_json_object(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(300)
 def test_cli_usage_and_infra_exit_codes(tmp_path: Path) -> None:
-    """Unreadable input: exit 2, one line on stderr, nothing on stdout. Broken reference: exit 1 + JSON."""
+    """Unreadable input: exit 2, one line on stderr and, with --json, one usage-error object on stdout (the
+    README promises exactly one JSON object). Broken reference: exit 1 + JSON."""
     proc = _cli(tmp_path, REF, b"\xff\xfe not utf-8 \x80\x81", "--json")
-    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.returncode == 2 and _one_json(proc.stdout)["status"] == "usage_error"
     assert len(proc.stderr.strip().splitlines()) == 1 and "candidate" in proc.stderr
 
     proc = subprocess.run(
@@ -200,4 +201,5 @@ def test_cli_usage_and_infra_exit_codes(tmp_path: Path) -> None:
 
     # A reference without Model is refused by the CLI before any process starts (issue 11 item 10): exit 2.
     proc = _cli(tmp_path, REF.replace("class Model(", "class Modle("), HONEST, "--json")
-    assert proc.returncode == 2 and proc.stdout == "" and "no Model" in proc.stderr, proc.stderr[-2000:]
+    assert proc.returncode == 2 and "no Model" in proc.stderr, proc.stderr[-2000:]
+    assert _one_json(proc.stdout)["error"]["kind"] == "usage"
