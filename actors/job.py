@@ -1,17 +1,22 @@
 """The training job: setup, run, checkpoint, cleanup (a torchtune-style recipe over Ray actors).
 
-    setup()   join or start Ray; deploy this job's verifier and policy Serve apps (its own names, never a
-              stranger's); start the trainer ranks, the prompt source, the trajectory queue and the
-              rollout pool; on --resume restore every one of them from the latest checkpoint.
-    run()     each step: take B finished groups from the queue (admission keeps them within max_staleness
-              versions), train on them, every k steps push weights to every policy replica and advance
-              the version; log, sample, checkpoint every m steps.
+    setup()   join or start Ray; check that the run folder is shared by every node; resolve "auto" devices
+              from the cluster's resources; run the SFT warm start as a Ray task with a trainer rank's
+              resources when there is no checkpoint; deploy this job's verifier (the app of `drkernel serve
+              verifier`, autoscaled) and policy Serve apps (its own names, never a stranger's); start the
+              trainer ranks, the prompt source, the trajectory queue and the rollout pool; on --resume
+              restore every one of them from the latest checkpoint.
+    run()     each step: trainer rank 0 takes B finished groups from the queue itself (admission keeps them
+              within max_staleness versions), every rank trains on them, every k steps rank 0 pushes weights
+              to every policy replica and the version advances; the driver gets metrics and a batch report
+              back, never trajectories; it logs, samples, checkpoints every m steps.
     cleanup() stop the rollout workers, kill the actors, delete only the Serve apps this job deployed
               (their replicas close their fork-servers and engines), leave a cluster it joined running.
 
-The job is the driver: it holds no model and does no maths. Rollout workers run concurrently with training
-the whole time, which is what makes the run asynchronous; max_staleness 0 makes it synchronous for
-comparison.
+The job is the driver: it holds no model, no trajectories and does no maths, so it can run on a head node
+without accelerators. Every file it makes lives in one run folder (drkernel.train.run_folder). Rollout
+workers run concurrently with training the whole time, which is what makes the run asynchronous;
+max_staleness 0 makes it synchronous for comparison.
 """
 
 from __future__ import annotations
@@ -30,15 +35,17 @@ from ray import serve
 
 from actors.prompt_source import PromptSource
 from actors.rollout_pool import RolloutPool, worker_factory
+from actors.shared_folder import check_shared
 from actors.trainer import create_trainer_group
 from actors.trajectory_queue import TrajectoryQueue
 from drkernel.config.train import TrainConfig
 from drkernel.log import Progress, get_logger, kv, serve_logging_config, setup_logging
-from drkernel.rollout.group import FinishedGroup
+from drkernel.placement import ray_options, resolve_kind
 from drkernel.sft.warm_start import with_sft_paths
 from drkernel.train.checkpoint import latest_checkpoint
 from drkernel.train.metrics import MetricsWriter
 from drkernel.train.report import config_digest, speed_source, throughput
+from drkernel.train.run_folder import RunFolderError, inside_run, resolve_run_folder
 from drkernel.train.stall import FlowCounts, diagnose_stall
 
 log = get_logger("train")
@@ -64,10 +71,22 @@ def _worker_pythonpath() -> str:
     return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
 
 
+@ray.remote(max_retries=0)
+def _sft_task(config: dict[str, Any]) -> str:
+    """The SFT warm start where a trainer rank would run; returns the node it ran on."""
+    from drkernel.sft.stage import run_sft_stage
+
+    cfg = TrainConfig.model_validate(config)
+    setup_logging(cfg.logging.json_logs or None)
+    run_sft_stage(cfg, log=log.info)
+    return ray.get_runtime_context().get_node_id()
+
+
 def resolve_model_path(cfg: TrainConfig, allow_sft: bool = True) -> tuple[str, float]:
     """(model folder, seconds spent on SFT): policy.model_path, else the SFT checkpoint of this config, made
-    first when missing, after saying what that costs (or refusing, `allow_sft=False`). A lock beside the
-    checkpoint lets concurrent jobs of one config make it once."""
+    first when missing, after saying what that costs (or refusing, `allow_sft=False`). Inside a job (Ray is
+    up) the warm start runs as a Ray task with a trainer rank's resources, never on the head node's driver;
+    without Ray it runs here. A lock beside the checkpoint lets concurrent jobs of one config make it once."""
     if cfg.policy.model_path:
         if not (Path(cfg.policy.model_path) / "config.json").is_file():
             raise FileNotFoundError(f"policy.model_path {cfg.policy.model_path} holds no HF model (config.json)")
@@ -93,10 +112,17 @@ def resolve_model_path(cfg: TrainConfig, allow_sft: bool = True) -> tuple[str, f
             return str(sft_dir), 0.0
         log.warning("no SFT checkpoint of this config yet: %s", plan.describe())
         log.warning("to stop instead: Ctrl-C or `ray job stop`; `--no-sft` refuses; policy.model_path skips SFT")
-        from drkernel.sft.stage import run_sft_stage
-
         t0 = time.monotonic()
-        run_sft_stage(cfg, log=log.info)
+        if ray.is_initialized():
+            tc = cfg.trainer
+            kind = resolve_kind(tc.device, ray.cluster_resources())
+            options = ray_options(kind, tc.cpus_per_worker, tc.accelerators_per_worker)
+            node = ray.get(_sft_task.options(**options).remote(cfg.model_dump(mode="json")))
+            log.info("SFT warm start done on node %s", node[:12])
+        else:
+            from drkernel.sft.stage import run_sft_stage
+
+            run_sft_stage(cfg, log=log.info)
         return str(sft_dir), time.monotonic() - t0
 
 
@@ -113,59 +139,15 @@ def prompt_file(cfg: TrainConfig) -> str:
     return str(out)
 
 
-def group_sample(group: FinishedGroup, limit_chars: int = 2000) -> dict[str, Any]:
-    """One trajectory of a group, per turn: kernel, feedback, verdict summary, reward (for humans)."""
-    traj = group.trajectories[0]
-    turns = []
-    for t in traj.turns:
-        verdict = t.verdict or {}
-        turns.append(
-            {
-                "turn": t.index,
-                "version": t.policy_version,
-                "reward": t.reward,
-                "masked": t.masked,
-                "kernel": (t.code or "")[:limit_chars],
-                "feedback": (t.feedback or "")[:limit_chars],
-                "verdict": {k: verdict.get(k) for k in ("status", "compiled", "correct", "hack", "speedup", "coverage")}
-                | {"error": (verdict.get("error") or {}).get("kind")},
-            }
-        )
-    return {"group_id": group.group_id, "task_uid": group.task_uid, "end_reason": traj.end_reason, "turns": turns}
-
-
-class _Gauges:
-    """The per-step numbers on the Ray dashboard (ray.util.metrics, exported by every node's agent)."""
-
-    KEYS = (
-        "rollout/reward_mean",
-        "rollout/correct_rate",
-        "rollout/fast1",
-        "staleness/max",
-        "queue/ready",
-        "throughput/tokens_per_s",
-        "weight_sync/total_s",
-        "trainer/version",
-    )
-
-    def __init__(self) -> None:
-        from ray.util.metrics import Gauge
-
-        self._gauges = {k: Gauge("drkernel_" + k.replace("/", "_"), description=k) for k in self.KEYS}
-
-    def set(self, metrics: dict[str, float]) -> None:
-        for key, gauge in self._gauges.items():
-            if key in metrics:
-                gauge.set(float(metrics[key]))
-
-
-def absolute_paths(cfg: TrainConfig) -> TrainConfig:
-    """The config with every path made absolute: actors and replicas do not run in the driver's cwd."""
+def absolute_paths(cfg: TrainConfig, run_folder: Path) -> TrainConfig:
+    """The config with every path absolute (actors and replicas do not run in the driver's cwd): the run
+    folder as trainer.output_dir, the stages' relative outputs inside it, inputs against the cwd."""
     data = cfg.model_dump()
+    data["trainer"]["output_dir"] = str(run_folder)
+    for section, key in (("sft", "output_dir"), ("model", "output_dir")):
+        if data[section][key]:  # unset: the config's SFT cache folder (with_sft_paths)
+            data[section][key] = inside_run(data[section][key], run_folder)
     for section, key in (
-        ("trainer", "output_dir"),
-        ("sft", "output_dir"),
-        ("model", "output_dir"),
         ("policy", "model_path"),
         ("rl_data", "prompt_file"),
         ("sft", "base_model"),
@@ -183,13 +165,15 @@ class TrainJob:
     def __init__(
         self, cfg: TrainConfig, resume: bool = False, address: str | None = None, allow_sft: bool = True
     ) -> None:
-        cfg = with_sft_paths(absolute_paths(cfg))
+        if resume and cfg.trainer.output_dir is None:
+            raise RunFolderError("--resume needs the run folder to continue (--resume RUN_FOLDER)")
+        cfg = with_sft_paths(absolute_paths(cfg, resolve_run_folder(cfg.trainer.output_dir, Path.cwd(), Path.home())))
         self.allow_sft = allow_sft
         self.sft_wall_s = 0.0
         self.cfg = cfg
         self.resume = resume
         self.address = address or os.environ.get("RAY_ADDRESS")
-        self.out = Path(cfg.trainer.output_dir)
+        self.out = Path(str(cfg.trainer.output_dir))
         self._started_ray = False
         self._apps: list[str] = []
         self._actors: list[Any] = []
@@ -221,7 +205,7 @@ class TrainJob:
         c = self.cfg
         return (
             c.policy.num_replicas * c.policy.cpus_per_replica
-            + c.verifier.num_replicas * c.verifier.cpus_per_replica
+            + c.verifier.autoscaling.max_replicas * c.verifier.cpus_per_replica
             + c.trainer.num_workers * c.trainer.cpus_per_worker
             + c.rollout.num_workers * c.rollout.cpus_per_worker
             + c.rl_data.read_cpus  # at least one prompt-reading Ray Data task at a time
@@ -242,43 +226,39 @@ class TrainJob:
         self._apps.append(name)
 
     def _deploy_verifier(self) -> Any:
-        from drkernel.config.serve import VerifierServeConfig
-        from serve_apps.verifier import VerifierReplica
+        """The app `drkernel serve verifier` runs, autoscaled, under this job's name; an HTTP route only when
+        verifier.route_prefix is set (users verify kernels on the training cluster; token auth as there)."""
+        from serve_apps.verifier import DEPLOYMENT_NAME
+        from serve_apps.verifier_app import build_app
 
         vc = self.cfg.verifier
-        serve_cfg = VerifierServeConfig.model_validate(
-            {
-                "device": vc.device,
-                "max_concurrency": vc.max_concurrency,
-                "cpus_per_replica": vc.cpus_per_replica,
-                "autoscaling": {"min_replicas": vc.num_replicas, "max_replicas": vc.num_replicas},
-                "max_ongoing_requests": max(8, 4 * vc.max_concurrency),
-            }
-        )
-        resources = serve_cfg.replica_actor_options()
-        if "num_gpus" in resources:
-            resources["num_gpus"] = vc.accelerators_per_replica
-        elif "resources" in resources:
-            resources["resources"] = {"NPU": vc.accelerators_per_replica}
-        app = VerifierReplica.options(
-            num_replicas=vc.num_replicas,
-            ray_actor_options=resources,
-            max_ongoing_requests=serve_cfg.max_ongoing_requests,
-            max_queued_requests=-1,
-        ).bind(serve_cfg.model_dump())
-        self._deploy(vc.app_name, app, None)  # no HTTP route: HTTP users can never stall training
-        return serve.get_deployment_handle("Verifier", app_name=vc.app_name)
+        self._deploy(vc.app_name, build_app(vc.serve_config(vc.device)), vc.route_prefix)
+        return serve.get_deployment_handle(DEPLOYMENT_NAME, app_name=vc.app_name)
+
+    def _resolve_devices(self) -> None:
+        """Every "auto" device becomes what the cluster offers, once, from ray.cluster_resources()."""
+        resources = ray.cluster_resources()
+        data = self.cfg.model_dump()
+        for section in ("trainer", "policy", "verifier"):
+            data[section]["device"] = resolve_kind(data[section]["device"], resources, f"{section}.device")
+        self.cfg = TrainConfig.model_validate(data)
 
     def setup(self) -> None:
         cfg = self.cfg
+        if not self.allow_sft:  # refuse before anything is made or started
+            resolve_model_path(cfg, allow_sft=False)
         setup_logging(cfg.logging.json_logs or None)  # None: the environment (`--log-json`) decides
+        log.info("run folder %s", self.out)
         self.out.mkdir(parents=True, exist_ok=True)
-        model_path, self.sft_wall_s = resolve_model_path(cfg, self.allow_sft)
-        self.prompts = prompt_file(cfg)
         checkpoint = latest_checkpoint(self.out / "checkpoints") if self.resume else None
         if self.resume and checkpoint is None:
             raise FileNotFoundError(f"--resume: no checkpoint under {self.out / 'checkpoints'}")
         self._start_ray()
+        log.info("run folder shared by all %d node(s) of the cluster", check_shared(self.out))
+        self._resolve_devices()
+        cfg = self.cfg
+        model_path, self.sft_wall_s = resolve_model_path(cfg, self.allow_sft)
+        self.prompts = prompt_file(cfg)
         serve.start(
             http_options={"host": cfg.policy.http_host, "port": cfg.policy.http_port},
             logging_config=serve_logging_config(cfg.logging.verbose),
@@ -290,7 +270,9 @@ class TrainJob:
         from serve_apps.policy import build_policy_app, policy_handle
 
         verifier = self._deploy_verifier()
-        self._deploy(cfg.policy.app_name, build_policy_app(cfg.policy, model_path), cfg.policy.route_prefix)
+        self._deploy(
+            cfg.policy.app_name, build_policy_app(cfg.policy, model_path, self.out.name), cfg.policy.route_prefix
+        )
         policy = policy_handle(cfg.policy.app_name)
         tokenizer = AutoTokenizer.from_pretrained(model_path)
 
@@ -308,7 +290,7 @@ class TrainJob:
                 "task_cpus": cfg.rl_data.read_cpus,
             },
         )
-        self.queue = TrajectoryQueue.remote(cfg.queue, cfg.trainer.publish_every, self.source)
+        self.queue = TrajectoryQueue.remote(cfg.queue, cfg.trainer.publish_every, self.source, self.out.name)
         self._actors += [self.source, self.queue]
         ray.get([r.attach_policy.remote() for r in self.ranks])
         if checkpoint is not None:
@@ -333,11 +315,10 @@ class TrainJob:
             wandb_project=cfg.logging.wandb_project,
             run_config=cfg.model_dump(mode="json"),
         )
-        self.gauges = _Gauges()
-        self.nodes_used = self._placement()
 
     def _placement(self) -> int:
-        """How many nodes host this job's actors and replicas (logged; a two-node test checks it)."""
+        """How many nodes host this job's actors and replicas that reserve resources, and how many of those
+        sit on the head node (logged; the two-node test reads it)."""
         from ray.util.state import list_actors
 
         context = ray.get_runtime_context()
@@ -346,13 +327,24 @@ class TrainJob:
             log.info("actor placement unknown (this cluster runs no dashboard)")
             return 0
         try:  # this job's cluster by its own address: without it the state API may pick another cluster on the host
-            alive = list_actors(address=context.gcs_address, filters=[("state", "=", "ALIVE")], limit=10_000)
+            alive = list_actors(
+                address=context.gcs_address, filters=[("state", "=", "ALIVE")], limit=10_000, detail=True
+            )
         except Exception as e:  # the state API needs the dashboard; placement is only reported
             log.info("actor placement unknown (Ray state API unavailable: %s)", type(e).__name__)
             return 0
-        mine = [a for a in alive if a.job_id == job_id or any(app in (a.name or "") for app in self._apps)]
+        heads = {n["NodeID"] for n in ray.nodes() if n["Alive"] and "node:__internal_head__" in n["Resources"]}
+        mine = [
+            a
+            for a in alive
+            if (a.job_id == job_id or any(app in (a.name or "") for app in self._apps))
+            and any(v > 0 for v in (a.required_resources or {}).values())
+        ]
         nodes = {a.node_id for a in mine}
-        log.info("%d actors and replicas of this job on %d node(s)", len(mine), len(nodes))
+        on_head = sorted(a.class_name for a in mine if a.node_id in heads)
+        log.info(
+            "%d actors and replicas of this job on %d node(s); on the head node: %s", len(mine), len(nodes), on_head
+        )
         return len(nodes)
 
     def _restore(self, path: Path) -> None:
@@ -370,14 +362,17 @@ class TrainJob:
         log.info("resumed from %s at step %d, policy version %d", path, self.step, self.version)
 
     # ---- run -------------------------------------------------------------------------------------------------------
-    async def _train_once(self, groups: list[FinishedGroup], t_run: float, tokens_so_far: int) -> dict[str, float]:
+    async def _pull(self, samples: int) -> dict[str, Any] | None:
+        """Rank 0 takes the next batch from the queue; the driver gets its report and a reference, not the data."""
+        return await self.ranks[0].pull_batch.remote(self.queue, self.cfg.queue.groups_per_step, 5.0, samples)
+
+    async def _train_once(self, batch: dict[str, Any], t_run: float, tokens_so_far: int) -> dict[str, float]:
         cfg = self.cfg
         t0 = time.monotonic()
-        ref = ray.put(groups)
-        metrics = (await asyncio.gather(*(r.train_step.remote(ref) for r in self.ranks)))[0]
+        metrics = (await asyncio.gather(*(r.train_pulled.remote(batch["refs"]) for r in self.ranks)))[0]
         self.step += 1
-        self.trained_group_ids += [g.group_id for g in groups]
-        lags = [self.version - g.min_version for g in groups]
+        self.trained_group_ids += batch["group_ids"]
+        lags = [self.version - v for v in batch["min_versions"]]
         metrics.update(
             {
                 "step": float(self.step),
@@ -391,10 +386,7 @@ class TrainJob:
             self.version = int(push["trainer/version"])
             await self.queue.set_version.remote(self.version)
             metrics.update(push)
-        trajectories = [t for g in groups for t in g.trajectories]
-        tokens = sum(t.end - t.start for traj in trajectories for t in traj.turns)
-        verify_s = [traj.metrics.get("verify_s", 0.0) for traj in trajectories]
-        verified = sum(1 for traj in trajectories for t in traj.turns if t.verdict is not None)
+        tokens, verified = batch["tokens"], batch["verifier_calls"]
         queue = await self.queue.stats.remote()
         source = await self.source.stats.remote()
         metrics.update(await self.source.metrics.remote())
@@ -406,7 +398,7 @@ class TrainJob:
                 "trainer/version": float(self.version),
                 "rollout/tokens": float(tokens),
                 "rollout/verifier_calls": float(verified),
-                "rollout/verifier_s_per_call": sum(verify_s) / max(verified, 1),
+                "rollout/verifier_s_per_call": batch["verify_s"] / max(verified, 1),
                 "throughput/tokens_per_s": (tokens_so_far + tokens) / max(time.monotonic() - t_run, 1e-9),
                 "queue/ready": float(queue.get("ready", queue.get("num_ready", 0))),
                 "queue/running": float(queue.get("running", 0)),
@@ -426,8 +418,9 @@ class TrainJob:
         bar = Progress(cfg.trainer.total_steps, "train steps", every_s=60.0, initial=self.step)  # + a line per step
         await self._reset_stall_watch()
         while self.step < cfg.trainer.total_steps:
-            groups = await self.queue.get_batch.remote(cfg.queue.groups_per_step, 5.0)
-            if not groups:
+            dump = (self.step + 1) % cfg.logging.samples_every == 0
+            batch = await self._pull(cfg.logging.samples_per_dump if dump else 0)
+            if batch is None:
                 if rollouts.done():
                     rollouts.result()  # re-raise a pool failure; else the prompts ran out
                     log.info("prompts exhausted after %d steps", self.step)
@@ -439,7 +432,9 @@ class TrainJob:
                 # The last batch: no rollout may start for a step that never comes, so the saved cursor is
                 # exactly what was trained (plus groups returned to the source, re-issued on a resume).
                 await self.pool.stop()
-            metrics = await self._train_once(groups, t_run, tokens)
+            if not self.nodes_used:  # every role has started by the first batch
+                self.nodes_used = self._placement()
+            metrics = await self._train_once(batch, t_run, tokens)
             tokens += int(metrics["rollout/tokens"])
             now = time.monotonic()
             metrics["throughput/step_tokens_per_s"] = metrics["rollout/tokens"] / max(now - t_last, 1e-9)
@@ -447,7 +442,6 @@ class TrainJob:
             t_last = now
             self.history.append(metrics)
             self.writer.write(self.step, metrics)
-            self.gauges.set(metrics)
             bar.update()
             log.info(
                 "step %d/%d | %s | ETA %ds",
@@ -465,8 +459,8 @@ class TrainJob:
                 ),
                 round(eta_s),
             )
-            if self.step % cfg.logging.samples_every == 0:
-                self.writer.write_samples(self.step, [group_sample(g) for g in groups[: cfg.logging.samples_per_dump]])
+            if batch["samples"]:
+                self.writer.write_samples(self.step, batch["samples"])
             if self.step % cfg.trainer.checkpoint_every == 0 or self.step == cfg.trainer.total_steps:
                 await self._checkpoint()
         bar.close()
@@ -611,6 +605,8 @@ class TrainJob:
             finally:
                 for s, handler in previous.items():
                     signal.signal(s, handler)
+                if self.out.exists():  # a refusal before setup made anything names no folder
+                    log.info("run folder %s", self.out)
         summary = self.summary(time.monotonic() - t0)  # end to end: setup, SFT and cleanup count
         (self.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
         return summary

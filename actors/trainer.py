@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,9 +28,11 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
+from actors.run_metrics import TRAINER_KEYS, TRAINER_SERIES, RunGauges, run_name
 from actors.weight_sync import ReplicaSet, ServeReplicas, WeightPublisher, weight_store
 from drkernel.config.train import TrainConfig
 from drkernel.model.weights import state_checksum
+from drkernel.placement import ray_options, resolve_kind
 from drkernel.rl.filters import GroupVarianceFilter
 from drkernel.rl.prs import prs_generator
 from drkernel.rl.step_batch import (
@@ -43,7 +46,8 @@ from drkernel.rl.update import ResponseScorer, train_step
 from drkernel.rollout.group import FinishedGroup
 from drkernel.rollout.types import Trajectory
 from drkernel.train import checkpoint as ckpt
-from drkernel.train.backend import TrainBackend, choose_backend, rank_resources
+from drkernel.train.backend import TrainBackend, choose_backend
+from drkernel.train.batch_report import batch_report
 from drkernel.verify.devices import probe_availability
 
 FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)
@@ -82,6 +86,7 @@ class TrainerWorker:
         self.publisher: WeightPublisher | None = None
         self._store: Any = None  # the policy app's weight store, made by the first attach_policy
         self.version = 0
+        self.gauges = RunGauges("trainer", TRAINER_SERIES, run_name(self.cfg.trainer.output_dir)) if rank == 0 else None
 
     def rendezvous_address(self) -> tuple[str, int]:
         """Rank 0's address and a free port for the process group."""
@@ -141,6 +146,7 @@ class TrainerWorker:
     # ---- training -------------------------------------------------------------------------------------------------
     def train_step(self, items: Sequence[Trajectory | FinishedGroup]) -> dict[str, float]:
         """Filter, build and train on one step's groups (a Ray ObjectRef argument arrives resolved)."""
+        start = time.perf_counter()
         trajectories = _flatten(items)
         batch = build_step_batch(
             trajectories,
@@ -173,7 +179,29 @@ class TrainerWorker:
                 "trainer/version": float(self.version),
             }
         )
+        self._export(metrics, step_seconds=time.perf_counter() - start)
         return metrics
+
+    def _export(self, metrics: dict[str, float], **extra: float) -> None:
+        """Rank 0's gauges on the dashboard (tagged with the run)."""
+        if self.gauges is not None:
+            values = {series: metrics[key] for series, key in TRAINER_KEYS.items() if key in metrics}
+            self.gauges.set({**values, **extra, "version": self.version, "steps": self.step})
+
+    def pull_batch(self, queue: Any, batch_size: int, timeout_s: float, samples: int = 0) -> dict[str, Any] | None:
+        """Rank 0 takes the next batch from the trajectory queue itself and keeps it in the object store.
+
+        Returns None when no batch was ready within `timeout_s`; else the batch's report (what the driver logs)
+        and `refs`: the stored batch inside a list, so the driver passes it on to `train_pulled` without ever
+        fetching it."""
+        groups = ray.get(queue.get_batch.remote(batch_size, timeout_s))
+        if not groups:
+            return None
+        return {**batch_report(groups, samples), "refs": [ray.put(groups)]}
+
+    def train_pulled(self, refs: list[ray.ObjectRef]) -> dict[str, float]:
+        """`train_step` on the batch `pull_batch` stored; every rank fetches it from the object store."""
+        return self.train_step(ray.get(refs[0]))
 
     # ---- weights ----------------------------------------------------------------------------------------------------
     def state_dict_for_push(self) -> dict[str, torch.Tensor] | None:
@@ -211,7 +239,9 @@ class TrainerWorker:
             self.attach_policy()
         report = self.publisher.publish(state)
         self.version = report.version
-        return {**report.metrics(), "trainer/version": float(self.version)}
+        metrics = {**report.metrics(), "trainer/version": float(self.version)}
+        self._export(metrics)
+        return metrics
 
     def checksum(self) -> str | None:
         """sha256 of the full weights in the policy's dtype (rank 0): equal to a replica's after a push."""
@@ -295,12 +325,14 @@ TrainerActor = ray.remote(TrainerWorker)
 
 
 def create_trainer_group(config: TrainConfig, model_path: str) -> list[Any]:
-    """Start `trainer.num_workers` ranks with their resources and set them up together; returns the handles."""
+    """Start `trainer.num_workers` ranks with their resources and set them up together; returns the handles.
+    "auto" is the accelerator the cluster offers (each rank then checks that its own node has it)."""
     tc = config.trainer
-    backend = choose_backend(tc.device, tc.num_workers, probe_availability())
-    options = rank_resources(backend, tc.cpus_per_worker, tc.accelerators_per_worker)
+    kind = resolve_kind(tc.device, ray.cluster_resources(), "trainer.device")
+    options = ray_options(kind, tc.cpus_per_worker, tc.accelerators_per_worker)
     data = config.model_dump(mode="json")
+    data["trainer"]["device"] = kind
     ranks = [TrainerActor.options(**options).remote(data, model_path, r, tc.num_workers) for r in range(tc.num_workers)]
-    addr, port = ray.get(ranks[0].rendezvous_address.remote()) if backend.dist_backend else (None, None)
+    addr, port = ray.get(ranks[0].rendezvous_address.remote()) if tc.num_workers > 1 else (None, None)
     ray.get([r.setup.remote(addr, port) for r in ranks])
     return ranks

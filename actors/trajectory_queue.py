@@ -19,6 +19,7 @@ from typing import Any
 
 import ray
 
+from actors.run_metrics import QUEUE_SERIES, RunGauges
 from drkernel.config.train import QueueConfig
 from drkernel.rl.staleness import Admission, ReleaseReason, StalenessController
 from drkernel.rollout.group import FinishedGroup
@@ -33,6 +34,7 @@ class TrajectoryQueue:
         cfg: QueueConfig | dict[str, Any],
         steps_per_version: int = 1,
         prompt_source: ray.actor.ActorHandle | None = None,
+        run: str = "",
     ):
         self.cfg = cfg if isinstance(cfg, QueueConfig) else QueueConfig.model_validate(cfg)
         self._ctl: StalenessController[FinishedGroup] = StalenessController(
@@ -45,8 +47,10 @@ class TrajectoryQueue:
         self._completing = 0  # puts/fails whose verdict from the prompt source is on its way
         self._dropped_ids: list[str] = []
         self._started = time.monotonic()
+        self._gauges = RunGauges("queue", QUEUE_SERIES, run)
 
     def _notify(self) -> None:
+        self._gauges.set(self._ctl.stats())
         self._changed.set()
         self._changed = asyncio.Event()
 

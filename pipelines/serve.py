@@ -24,7 +24,7 @@ import yaml
 
 from drkernel.config.base import ConfigError, apply_overrides
 from drkernel.log import get_logger, serve_logging_config
-from drkernel.verify.devices import resolve_device
+from drkernel.placement import resolve_kind
 from pipelines.cli import UsageError
 
 log = get_logger("serve")
@@ -101,9 +101,7 @@ def _resolve_device(app_args: dict[str, Any]) -> None:
 
     if app_args.get("device", "auto") != "auto":
         return
-    resources = ray.cluster_resources()
-    offered = {"cuda": resources.get("GPU", 0) >= 1, "npu": resources.get("NPU", 0) >= 1}
-    app_args["device"] = resolve_device("auto", offered)
+    app_args["device"] = resolve_kind("auto", ray.cluster_resources())
 
 
 def _check_listen(host: str, port: int) -> None:

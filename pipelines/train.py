@@ -4,6 +4,8 @@
     RAY_AUTH_MODE=token ray job submit --working-dir . --runtime-env runtime_env.yaml -- \\
         python -m pipelines.train --config configs/demo_cpu.yaml trainer.total_steps=2
 
+Each run writes into its own run folder, printed at start and end: --output-dir, else a new folder under
+~/drkernel-runs (never Ray's temporary copy of the working dir); `--resume RUN_FOLDER` continues one.
 The config is validated before Ray starts (unknown keys and bad values fail naming the key; `--dry-run`
 prints the resolved config as JSON and exits). Under `ray job submit` the driver joins the job's cluster
 (RAY_ADDRESS is set for it); otherwise it starts a private local cluster, never attaching to a stranger's.
@@ -24,9 +26,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, help="YAML recipe, e.g. configs/demo_cpu.yaml")
     parser.add_argument("--dry-run", action="store_true", help="print the resolved config as JSON and exit")
     parser.add_argument(
+        "--output-dir",
+        default=None,
+        help="the run folder, on storage every node shares (default: a new one under ~/drkernel-runs)",
+    )
+    parser.add_argument(
         "--resume",
-        action="store_true",
-        help="continue from the latest checkpoint in trainer.output_dir (same step, version, cursor)",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="RUN_FOLDER",
+        help="continue the run in RUN_FOLDER (alone: in --output-dir / trainer.output_dir) from its latest "
+        "checkpoint (same step, version, cursor)",
     )
     parser.add_argument(
         "--no-sft",
@@ -55,8 +66,16 @@ def load_train_config(path: str | None, overrides: list[str], prog: str) -> Trai
         raise UsageError(f"{prog}: {e}") from None
 
 
+def run_overrides(args: argparse.Namespace) -> list[str]:
+    """The command line's overrides plus the run folder that --output-dir or --resume RUN_FOLDER names."""
+    if args.output_dir and args.resume:
+        raise UsageError("drkernel train: give the run folder once: --resume RUN_FOLDER or --output-dir, not both")
+    folder = args.resume or args.output_dir
+    return [*args.overrides, f"trainer.output_dir={folder}"] if folder else list(args.overrides)
+
+
 def run(args: argparse.Namespace) -> int:
-    overrides = [*args.overrides, *(["logging.verbose=true"] if args.verbose else [])]
+    overrides = [*run_overrides(args), *(["logging.verbose=true"] if args.verbose else [])]
     cfg = load_train_config(args.config, overrides, "drkernel train")
     if args.dry_run:
         print(json.dumps(cfg.model_dump(mode="json"), indent=2))
@@ -64,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from actors.job import TrainJob  # Ray, torch and transformers only after the config is known good
     from drkernel.sft.warm_start import SFTRequired
 
-    job = TrainJob(cfg, resume=args.resume, address=args.address, allow_sft=not args.no_sft)
+    job = TrainJob(cfg, resume=args.resume is not None, address=args.address, allow_sft=not args.no_sft)
     try:
         summary = job.main()
     except SFTRequired as e:

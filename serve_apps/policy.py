@@ -28,10 +28,11 @@ from ray import serve
 from ray.serve import Application
 from ray.serve.handle import DeploymentHandle
 
+from actors.run_metrics import POLICY_SERIES, RunGauges
 from drkernel.config.train import PolicyConfig
 from drkernel.model.weights import WeightsManifest
+from drkernel.placement import ray_options, resolve_kind
 from drkernel.rollout.types import GenerateOutput, SamplingParams
-from drkernel.verify.devices import probe_availability, resolve_device
 from serve_apps.policy_engine import make_engine
 from serve_apps.policy_weights import catch_up
 
@@ -49,8 +50,9 @@ class PolicyReplica:
     """One engine. With the transformers engine, requests arriving within `batch_wait_timeout_s` share one
     generate call; a vLLM engine takes each request as it comes and batches continuously."""
 
-    async def __init__(self, config: dict[str, Any], model_path: str) -> None:
+    async def __init__(self, config: dict[str, Any], model_path: str, run: str = "") -> None:
         self.config = PolicyConfig.model_validate(config)
+        self._gauges = RunGauges("policy", POLICY_SERIES, run)
         self.engine = make_engine(self.config, model_path)
         # a replica (re)started mid-run loads the job's last push before Serve routes it any request
         self._started_version = await catch_up(self.engine, serve.get_replica_context().app_name)
@@ -72,6 +74,7 @@ class PolicyReplica:
         self._calls += 1
         output = await self.engine.generate(prompt, params)
         self._tokens += len(output.token_ids)
+        self._gauges.set({"tokens": self._tokens})
         return output
 
     @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.05)  # overridden from the config in __init__
@@ -81,8 +84,17 @@ class PolicyReplica:
         self._calls += 1
         self._requests += len(prompts)
         self._largest_batch = max(self._largest_batch, len(prompts))
+        start = time.perf_counter()
         outputs = await self.engine.generate_batch(prompts, samplings)
-        self._tokens += sum(len(o.token_ids) for o in outputs)
+        tokens = sum(len(o.token_ids) for o in outputs)
+        self._tokens += tokens
+        self._gauges.set(
+            {
+                "tokens_per_s": tokens / max(time.perf_counter() - start, 1e-9),
+                "batch_size": len(prompts),
+                "tokens": self._tokens,
+            }
+        )
         return outputs
 
     async def load_weights(
@@ -152,14 +164,9 @@ class PolicyReplica:
 
 
 def replica_actor_options(cfg: PolicyConfig) -> dict[str, Any]:
-    """Ray resources of one replica: its CPUs, and one GPU when the engine runs on cuda."""
-    options: dict[str, Any] = {"num_cpus": cfg.cpus_per_replica}
-    kind = cfg.device if cfg.device != "auto" else resolve_device("auto", probe_availability())
-    if kind == "cuda":
-        options["num_gpus"] = cfg.accelerators_per_replica
-    elif kind == "npu":
-        options["resources"] = {"NPU": cfg.accelerators_per_replica}
-    return options
+    """Ray resources of one replica: its CPUs and its device share; "auto" is what the cluster offers."""
+    kind = resolve_kind(cfg.device, ray.cluster_resources(), "policy.device")
+    return ray_options(kind, cfg.cpus_per_replica, cfg.accelerators_per_replica)
 
 
 def max_ongoing_requests(cfg: PolicyConfig) -> int:
@@ -169,10 +176,10 @@ def max_ongoing_requests(cfg: PolicyConfig) -> int:
     return work + CONTROL_SLOTS
 
 
-def build_policy_app(cfg: PolicyConfig, model_path: str | None = None) -> Application:
+def build_policy_app(cfg: PolicyConfig, model_path: str | None = None, run: str = "") -> Application:
     """The policy Serve application: the OpenAI-compatible HTTP ingress in front of `cfg.num_replicas`
     replicas. Run it with `serve.run(app, name=cfg.app_name, route_prefix=cfg.route_prefix)`; it touches no
-    other application."""
+    other application. `run` tags the replicas' dashboard series."""
     from serve_apps.policy_http import PolicyIngress  # the ingress imports FastAPI; keep it off replica imports
 
     path = model_path or cfg.model_path
@@ -182,7 +189,7 @@ def build_policy_app(cfg: PolicyConfig, model_path: str | None = None) -> Applic
         num_replicas=cfg.num_replicas,
         ray_actor_options=replica_actor_options(cfg),
         max_ongoing_requests=max_ongoing_requests(cfg),
-    ).bind(cfg.model_dump(), path)
+    ).bind(cfg.model_dump(), path, run)
     token_env = cfg.api_token_env
     ingress_actor: dict[str, Any] = {"num_cpus": 0}
     token = os.environ.get(token_env)

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from drkernel.config.base import StrictModel
+from drkernel.placement import ray_options
 
 
 class AutoscalingSettings(StrictModel):
@@ -43,6 +44,7 @@ class VerifierServeConfig(StrictModel):
     device: Literal["cpu", "cuda", "npu"] = Field("cpu", description="device kind each verifier replica owns")
     max_concurrency: int = Field(2, ge=1, le=64, description="evaluations compiling/checking at once per replica")
     cpus_per_replica: float = Field(1.0, ge=0, description="Ray CPUs reserved by one verifier replica")
+    accelerators_per_replica: float = Field(1.0, gt=0, le=1, description="GPU/NPU share of one replica (<1: shared)")
     autoscaling: AutoscalingSettings = Field(default_factory=AutoscalingSettings, description="replica scaling")
     max_ongoing_requests: int = Field(8, ge=1, description="requests one verifier replica accepts at once")
     max_queued_requests: int = Field(64, ge=1, description="requests waiting for a replica before 503")
@@ -92,9 +94,5 @@ class VerifierServeConfig(StrictModel):
         return self
 
     def replica_actor_options(self) -> dict[str, Any]:
-        """Ray resources of one verifier replica: it owns exactly one device."""
-        if self.device == "cuda":
-            return {"num_cpus": self.cpus_per_replica, "num_gpus": 1}
-        if self.device == "npu":
-            return {"num_cpus": self.cpus_per_replica, "resources": {"NPU": 1}}
-        return {"num_cpus": self.cpus_per_replica}
+        """Ray resources of one verifier replica: its CPUs and its share of one device."""
+        return ray_options(self.device, self.cpus_per_replica, self.accelerators_per_replica)

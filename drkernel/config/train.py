@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 
 from drkernel.config.algorithm import AlgorithmConfig
 from drkernel.config.base import StrictModel
+from drkernel.config.serve import VerifierServeConfig
 from drkernel.config.sft import DemoConfig
 from drkernel.config.verifier import DeviceName, VerifyOptions
 
@@ -131,24 +132,30 @@ class TrainerConfig(StrictModel):
     stall_limit_s: float = Field(
         1800.0, gt=0, description="stop the job, with that reason, after this long without one"
     )
-    output_dir: str = Field("runs/train", description="checkpoints, metrics and samples land here")
+    output_dir: str | None = Field(
+        None, description="the run folder (checkpoints, metrics, samples); null = a new one under ~/drkernel-runs"
+    )
     cpus_per_worker: float = Field(1.0, ge=0, description="Ray CPUs reserved by one trainer rank")
     accelerators_per_worker: float = Field(1.0, gt=0, le=1, description="GPU/NPU share of one rank (<1: shared)")
     num_threads: int | None = Field(1, ge=1, description="torch CPU threads of a trainer rank")
     seed: int = Field(0, description="seed of the trainer (PRS draws, dropout)")
 
 
-class TrainVerifierConfig(StrictModel):
-    """The job's own verifier deployment: HTTP users of another verifier app can never stall training."""
+class TrainVerifierConfig(VerifierServeConfig):
+    """The job's verifier: the Serve application of `drkernel serve verifier` (the same settings, autoscaling
+    between autoscaling.min_replicas and max_replicas), deployed under this job's own app name."""
 
+    device: DeviceName = Field("cpu", description="device kind of each replica: auto picks what the cluster offers")
     app_name: str = Field("drkernel-train-verifier", min_length=1, description="Serve app name owned by this job")
-    device: Literal["cpu", "cuda", "npu"] = Field("cpu", description="device kind each verifier replica owns")
-    num_replicas: int = Field(1, ge=1, description="verifier replicas (one device each on accelerators)")
-    max_concurrency: int = Field(2, ge=1, description="evaluations compiling/checking at once per replica")
-    cpus_per_replica: float = Field(1.0, ge=0, description="Ray CPUs reserved by one verifier replica")
-    accelerators_per_replica: float = Field(1.0, gt=0, le=1, description="GPU/NPU share of one replica (<1: shared)")
+    route_prefix: str | None = Field(None, description="HTTP route for users to verify kernels; null = none")
     options: VerifyOptions = Field(default_factory=VerifyOptions, description="options of every evaluation")
     injected_latency_s: float = Field(0.0, ge=0, description="benchmarks only: sleep this long before each verdict")
+
+    def serve_config(self, device: str) -> VerifierServeConfig:
+        """The Serve app's settings on the resolved `device` (cpu, cuda or npu)."""
+        return VerifierServeConfig.model_validate(
+            self.model_dump(include=set(VerifierServeConfig.model_fields)) | {"device": device}
+        )
 
 
 class LoggingConfig(StrictModel):
@@ -182,6 +189,13 @@ class TrainConfig(DemoConfig):
             raise ValueError("rollout.max_new_tokens must be smaller than rollout.max_context_tokens")
         if self.policy.app_name == self.verifier.app_name:
             raise ValueError("policy.app_name and verifier.app_name must differ")
+        per_worker = self.rollout.groups_per_worker * self.rollout.samples_per_prompt
+        if per_worker > self.verifier.max_queued_requests:
+            raise ValueError(
+                f"a rollout worker can have {per_worker} verifications waiting (rollout.groups_per_worker x "
+                f"samples_per_prompt), more than verifier.max_queued_requests ({self.verifier.max_queued_requests}) "
+                "lets one caller queue: raise it"
+            )
         if self.data.categories is not None and self.rl_data.prompt_file is not None:
             raise ValueError("data.categories picks the task library's prompts; rl_data.prompt_file is its own pool")
         return self

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from drkernel.verify.devices import resolve_device
 
@@ -38,14 +37,3 @@ def choose_backend(requested: str, world_size: int, available: Mapping[str, bool
     if world_size == 1:
         return TrainBackend(device, None, False, 1)
     return TrainBackend(device, DIST_BACKEND[device], True, world_size)
-
-
-def rank_resources(backend: TrainBackend, cpus_per_worker: float, accelerators: float = 1.0) -> dict[str, Any]:
-    """Ray actor options of one rank: its CPUs plus its share of an accelerator on cuda/npu (1 = a whole one;
-    a fraction lets trainer, policy and verifier share one device on a single-GPU machine)."""
-    options: dict[str, Any] = {"num_cpus": cpus_per_worker}
-    if backend.device == "cuda":
-        options["num_gpus"] = accelerators
-    elif backend.device == "npu":
-        options["resources"] = {"NPU": accelerators}
-    return options

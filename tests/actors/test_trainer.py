@@ -17,7 +17,9 @@ from drkernel.config.train import TrainConfig
 from drkernel.model.tiny import build_tiny_model
 from drkernel.model.tokenizer import build_tokenizer
 from drkernel.model.weights import state_checksum, unpack_into
-from drkernel.train.backend import choose_backend, rank_resources
+from drkernel.rollout.group import FinishedGroup
+from drkernel.rollout.types import Trajectory
+from drkernel.train.backend import choose_backend
 from drkernel.train.checkpoint import IncompatibleCheckpoint
 from drkernel.verify.devices import DeviceUnavailable
 
@@ -43,9 +45,6 @@ def test_backend_choice_per_device_and_rank_count():
         choose_backend("cuda", 2, CPU_ONLY)
     with pytest.raises(ValueError, match="world size"):
         choose_backend("cpu", 0, CPU_ONLY)
-    assert rank_resources(choose_backend("auto", 2, gpus), 2.0) == {"num_cpus": 2.0, "num_gpus": 1}
-    assert rank_resources(choose_backend("auto", 2, npus), 1.0) == {"num_cpus": 1.0, "resources": {"NPU": 1}}
-    assert rank_resources(gloo, 0.5) == {"num_cpus": 0.5}
     assert [lr_at(s, 1.0, 4) for s in range(5)] == [0.25, 0.5, 0.75, 1.0, 1.0] and lr_at(0, 0.1, 0) == 0.1
 
 
@@ -153,3 +152,35 @@ def test_fsdp2_over_gloo_matches_one_process(ray_cluster, model_path, tmp_path):
     assert sums[1].keys() == sums[2].keys()
     for name in sums[1]:
         torch.testing.assert_close(sums[2][name], sums[1][name], rtol=1e-4, atol=1e-5, msg=name)
+
+
+def _holds_trajectories(value) -> bool:
+    if isinstance(value, (FinishedGroup, Trajectory)):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_trajectories(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_trajectories(v) for v in value)
+    return False
+
+
+def test_rank_zero_pulls_its_batch_and_the_caller_never_holds_a_trajectory(ray_cluster, model_path, tmp_path):
+    from actors.trajectory_queue import TrajectoryQueue
+
+    cfg = _config(tmp_path)
+    (trainer,) = create_trainer_group(cfg, model_path)
+    queue = TrajectoryQueue.remote(cfg.queue, 1)
+    admission = ray.get(queue.try_admit.remote("w0"))
+    group = FinishedGroup("g0", "task-0", 0, _groups("g0"), ticket=admission.ticket, worker_id="w0")
+    assert ray.get(queue.put.remote(group))
+
+    report = ray.get(trainer.pull_batch.remote(queue, 1, 30.0, 1))
+    assert not _holds_trajectories(report)  # what reaches the driver: ids, counts, a sample, a reference
+    assert report["group_ids"] == ["g0"] and report["min_versions"] == [0] and report["tokens"] > 0
+    assert len(report["samples"]) == 1 and report["samples"][0]["group_id"] == "g0"
+    assert len(report["refs"]) == 1 and isinstance(report["refs"][0], ray.ObjectRef)
+    metrics = ray.get(trainer.train_pulled.remote(report["refs"]))
+    assert metrics["train/stepped"] == 1.0 and metrics["rollout/trajectories"] == 3.0
+    assert ray.get(trainer.pull_batch.remote(queue, 1, 0.2)) is None  # nothing left: the queue gave it once
+    for actor in (trainer, queue):
+        ray.kill(actor)

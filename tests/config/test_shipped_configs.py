@@ -53,7 +53,4 @@ def test_layered_variant_differs_from_its_base_only_where_it_says():
     base = load_config(TrainConfig, CONFIGS / "demo_cpu.yaml").model_dump()
     sync = load_config(TrainConfig, CONFIGS / "demo_cpu_sync.yaml").model_dump()
     assert sync["queue"] == {**base["queue"], "max_staleness": 0}
-    assert sync["trainer"] == {**base["trainer"], "output_dir": "runs/train-sync"}
-    assert {k: v for k, v in sync.items() if k not in ("queue", "trainer")} == {
-        k: v for k, v in base.items() if k not in ("queue", "trainer")
-    }
+    assert {k: v for k, v in sync.items() if k != "queue"} == {k: v for k, v in base.items() if k != "queue"}

@@ -1,5 +1,8 @@
-"""The job as users start it: `ray job submit` to a two-node cluster on this host (`ray start --head` plus
-`ray start --address`), actors on both nodes, and `ray job stop` leaving no fork-server or engine behind.
+"""The job as users start it on a real cluster: `ray job submit` to a head node that offers nothing to place
+(`ray start --head --num-cpus 0`, as a cluster's head usually is) plus one worker node on this host. The SFT
+warm start, trainer, policy, verifier and rollout workers all run on the worker node; the job's files live in
+its run folder (outside Ray's copy of the working dir); two steps train; `ray job stop` leaves no fork-server
+or engine behind.
 
 The cluster is private to this test: its own --temp-dir, and every port of both nodes chosen free here. Ray's
 defaults are fixed numbers (dashboard agent 52365, client server 10001) that the session cluster of
@@ -11,6 +14,8 @@ own processes: `ray stop` would also stop every other Ray on the machine.
 
 from __future__ import annotations
 
+import ast
+import json
 import os
 import re
 import signal
@@ -26,7 +31,7 @@ import pytest
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-STEPS = 50  # never reached: the job is stopped after its first step
+STEPS = 50  # never reached: the job is stopped after its second step
 
 
 def _ports(n: int) -> list[int]:
@@ -100,13 +105,13 @@ def two_node_cluster(ray_cluster, tmp_path_factory):
             "--include-dashboard=true",
             "--dashboard-host=127.0.0.1",
             f"--ray-client-server-port={client}",
-            "--num-cpus=1",
+            "--num-cpus=0",
             f"--temp-dir={temp_dir}",
             *_node_ports(ports[:6]),
             env=env,
         )
         assert head.returncode == 0, head.stderr[-3000:]
-        worker = _ray("start", f"--address=127.0.0.1:{gcs}", "--num-cpus=2", *_node_ports(ports[6:12]), env=env)
+        worker = _ray("start", f"--address=127.0.0.1:{gcs}", "--num-cpus=3", *_node_ports(ports[6:12]), env=env)
         assert worker.returncode == 0, worker.stderr[-3000:]
         yield {"address": f"http://127.0.0.1:{dashboard}", "env": env, "serve_http": serve_http}
     finally:
@@ -173,27 +178,37 @@ def _engines_and_forkservers() -> set[str]:
     return left
 
 
-def test_submitted_job_runs_on_two_nodes_and_stop_leaves_nothing(two_node_cluster, tiny_recipe, tmp_path):
+def test_submitted_job_runs_on_the_worker_node_and_stop_leaves_nothing(two_node_cluster, tiny_recipe, tmp_path):
     _, overrides = tiny_recipe
     cluster = two_node_cluster
     before = _engines_and_forkservers()
+    run = tmp_path / "run"
 
     job = _submit(
         cluster,
         [
+            "--output-dir",
+            str(run),
             *overrides,
+            "sft.output_dir=sft",  # relative: the warm start runs in the job and lands in the run folder
+            "model.output_dir=base",
+            "sft.epochs=2",  # only where it runs is under test here; the session's recipe already trained one
             f"trainer.total_steps={STEPS}",
-            f"trainer.output_dir={tmp_path / 'run'}",
-            f"policy.http_port={cluster['serve_http']}",
+            f"policy.http_port={cluster['serve_http']}",  # Serve's default 8000 may be taken
         ],
-    )  # Serve's default 8000 may be taken
+    )
     deadline = time.monotonic() + 600
-    while f"step 1/{STEPS}" not in (logs := _logs(cluster, job)):
+    while f"step 2/{STEPS}" not in (logs := _logs(cluster, job)):
         assert _status(cluster, job) in ("PENDING", "RUNNING"), logs[-4000:]
-        assert time.monotonic() < deadline, "no training step within 10 minutes"
+        assert time.monotonic() < deadline, "no second training step within 10 minutes"
         time.sleep(3)
-    placed = re.search(r"actors and replicas of this job on (\d+) node", logs)
-    assert placed and int(placed.group(1)) == 2, logs[-3000:]
+    assert f"run folder {run}" in logs and "run folder shared by all 2 node(s)" in logs, logs[-3000:]
+    assert "SFT warm start done on node" in logs, logs[-3000:]
+    placed = re.search(r"actors and replicas of this job on \d+ node\(s\); on the head node: (\[.*\])", logs)
+    assert placed, logs[-3000:]
+    on_head = ast.literal_eval(placed.group(1))  # a head without CPUs may host only zero-CPU helpers
+    roles = ("TrainerWorker", "RolloutWorker", ":PolicyReplica", ":Verifier")
+    assert not [name for name in on_head if name.endswith(roles)], on_head
 
     stop = _ray("job", "stop", "--address", cluster["address"], job, env=cluster["env"], timeout=180)
     assert stop.returncode == 0, stop.stderr[-2000:]
@@ -203,3 +218,6 @@ def test_submitted_job_runs_on_two_nodes_and_stop_leaves_nothing(two_node_cluste
         time.sleep(1)
     left = sorted(_engines_and_forkservers() - before)
     assert not left, f"engines or fork-servers outlived `ray job stop`: {left}"
+    assert (run / "sft" / "config.json").is_file()  # the SFT checkpoint the worker node wrote, in the run folder
+    steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps[:2] == [1, 2]

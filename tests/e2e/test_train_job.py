@@ -28,6 +28,17 @@ def _cfg(overrides: list[str], *extra: str) -> TrainConfig:
     return load_config(TrainConfig, None, [*overrides, *extra])
 
 
+def _scrape_until(url: str, pattern: str, timeout_s: float = 90.0) -> str:
+    """The node's Prometheus text once a line matches `pattern` (the agent exports about every second)."""
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while not re.search(pattern, text := httpx.get(url, timeout=10).text, re.MULTILINE):
+        assert time.monotonic() < deadline, f"nothing matches {pattern!r} at {url}"
+        time.sleep(1)
+    return text
+
+
 def _forkservers() -> set[int]:
     import psutil
 
@@ -72,8 +83,12 @@ def test_job_runs_every_actor_and_pushes_bit_identical_weights(ray_cluster, tiny
         trainer_sum = __import__("ray").get(job.ranks[0].checksum.remote())
         replica_sums = policy_handle(cfg.policy.app_name).broadcast("state_checksum").results(timeout_s=60)
         versions = policy_handle(cfg.policy.app_name).broadcast("version").results(timeout_s=60)
+        # the actors' own dashboard series, tagged with the run (its folder's name), on the node's endpoint
+        exported = _scrape_until(ray_cluster["metrics_url"], r'^ray_drkernel_trainer_version\{.*run="run".*\} 2\.0')
     finally:
         job.cleanup()
+    for series in ("trainer_grad_norm", "trainer_step_seconds", "policy_batch_size", "policy_tokens", "queue_consumed"):
+        assert re.search(rf'^ray_drkernel_{series}\{{.*run="run"', exported, re.MULTILINE), series
     summary = job.summary(0.0)
     assert summary["steps"] == 2 and summary["policy_versions"] == 2
     assert summary["sft_wall_s"] == 0.0 and _files(root / "sft") == warm_start  # no SFT ran, nothing rewritten
