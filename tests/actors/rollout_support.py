@@ -19,6 +19,7 @@ from drkernel.rollout.types import GenerateOutput, SamplingParams, Trajectory, T
 
 # Ray workers cannot import this test helper by name: ship its code with the functions and classes.
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+TINY = dict(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, head_dim=32, intermediate_size=128)
 
 
 def record(i: int, kind: str = "plain") -> dict[str, Any]:
@@ -28,6 +29,18 @@ def record(i: int, kind: str = "plain") -> dict[str, Any]:
         "reward_model": {"ground_truth": f"# reference {i}\n", "style": "rule"},
         "extra_info": {"entry_point": "Model", "uuid": f"{kind}{i:02d}"},
     }
+
+
+def tiny_checkpoint(path: Path) -> str:
+    """A small HF model and tokenizer saved at `path`: what a trainer rank loads when the test trains little."""
+    from drkernel.config.sft import TinyModelConfig
+    from drkernel.model.tiny import build_tiny_model
+    from drkernel.model.tokenizer import build_tokenizer
+
+    tok = build_tokenizer(["def relu(x): return x * (x > 0)", "import triton"] * 4, vocab_size=300)
+    build_tiny_model(TinyModelConfig(**TINY), tok).save_pretrained(path)
+    tok.save_pretrained(path)
+    return str(path)
 
 
 def write_pool(path: Path, n: int, kinds: dict[int, str] | None = None) -> Path:

@@ -1,5 +1,6 @@
 """No silent stall: the job's own loop (TrainJob._run) on real actors, fed by a policy that serves an old
-version, so every finished group is dropped as stale. The job logs why with the counts, then stops."""
+version, so every finished group is dropped as stale. The job logs why with the counts, then stops. Batches
+reach the trainer the way they do in a run: its rank 0 (a real one, on a tiny model) polls the queue."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import logging
 
 import pytest
 import ray
-from rollout_support import FakePolicy, SlowVerifier, toy_episode, write_pool
+from rollout_support import FakePolicy, SlowVerifier, tiny_checkpoint, toy_episode, write_pool
 
 from actors.prompt_source import PromptSource
 from actors.rollout_pool import RolloutPool, worker_factory
+from actors.trainer import create_trainer_group
 from actors.trajectory_queue import TrajectoryQueue
 from drkernel.config.base import load_config
 from drkernel.config.train import RolloutConfig, TrainConfig
@@ -41,6 +43,7 @@ def test_a_job_whose_groups_are_all_stale_says_why_and_stops(ray_cluster, tmp_pa
         ],
     )
     job = TrainJob(cfg)
+    job.ranks = create_trainer_group(job.cfg, tiny_checkpoint(tmp_path / "tiny"))
     job.source = PromptSource.remote(str(write_pool(tmp_path / "pool.parquet", 4)), seed=1)
     job.queue = TrajectoryQueue.remote(cfg.queue, 1, job.source)
     ray.get(job.queue.set_version.remote(3))  # the trainer is at version 3; the policy below still serves 0
@@ -56,7 +59,7 @@ def test_a_job_whose_groups_are_all_stale_says_why_and_stops(ray_cluster, tmp_pa
     finally:
         logging.getLogger("drkernel.train").removeHandler(lines)
         asyncio.run(job.pool.stop(timeout_s=5.0))
-        for actor in (job.queue, job.source, policy, verifier):
+        for actor in (*job.ranks, job.queue, job.source, policy, verifier):
             ray.kill(actor)
     warned = [line for line in lines.lines if line.startswith("no batch for")]
     assert any("dropped as stale" in line for line in warned), warned  # logged before the stop, with counts

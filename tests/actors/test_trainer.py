@@ -8,14 +8,12 @@ import sys
 import pytest
 import ray
 import torch
+from rollout_support import TINY, tiny_checkpoint
 from trajectory_factory import TurnSpec, make_trajectory
 
 from actors.trainer import TrainerActor, create_trainer_group, lr_at
 from actors.weight_sync import ActorReplicas
-from drkernel.config.sft import TinyModelConfig
 from drkernel.config.train import TrainConfig
-from drkernel.model.tiny import build_tiny_model
-from drkernel.model.tokenizer import build_tokenizer
 from drkernel.model.weights import state_checksum, unpack_into
 from drkernel.rollout.group import FinishedGroup
 from drkernel.rollout.types import Trajectory
@@ -25,7 +23,6 @@ from drkernel.verify.devices import DeviceUnavailable
 
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import a test module
 
-SMALL = dict(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, head_dim=32, intermediate_size=128)
 OK = dict(correct=True, reward=1.5, speedup=0.5, coverage=0.9)
 CPU_ONLY = {"cpu": True, "cuda": False, "npu": False}
 
@@ -67,17 +64,13 @@ class Replica:
 
 @pytest.fixture(scope="module")
 def model_path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tiny")
-    tok = build_tokenizer(["def relu(x): return x * (x > 0)", "import triton"] * 4, vocab_size=300)
-    build_tiny_model(TinyModelConfig(**SMALL), tok).save_pretrained(path)
-    tok.save_pretrained(path)
-    return str(path)
+    return tiny_checkpoint(tmp_path_factory.mktemp("tiny"))
 
 
 def _config(tmp, **trainer) -> TrainConfig:
     return TrainConfig.model_validate(
         {
-            "model": SMALL,
+            "model": TINY,
             "queue": {"groups_per_step": 1},
             "rollout": {"samples_per_prompt": 3, "max_turns": 2, "temperature": 1.0},
             "trainer": {"lr": 1e-2, "micro_batch_size": 2, "device": "cpu", "output_dir": str(tmp), **trainer},
