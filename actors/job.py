@@ -305,6 +305,7 @@ class TrainJob:
             cfg.algorithm.reward,
             verify_options=cfg.verifier.options,
             verify_delay_s=cfg.verifier.injected_latency_s,
+            run=self.out.name,
         )
         self.pool = RolloutPool(factory, cfg.rollout.num_workers, self.queue, self.source)
         self.writer = MetricsWriter(

@@ -38,9 +38,10 @@ def worker_factory(
     episode_fn: EpisodeFn | None = None,
     verify_options: VerifyOptions | None = None,
     verify_delay_s: float = 0.0,
+    run: str = "",
 ) -> WorkerFactory:
     """Start one RolloutWorker per call, with the rollout section's CPU reservation and no Ray restarts
-    (the pool replaces dead workers itself, under new ids)."""
+    (the pool replaces dead workers itself, under new ids); `run` tags its dashboard series."""
 
     def start(worker_id: str) -> ray.actor.ActorHandle:
         return RolloutWorker.options(num_cpus=cfg.cpus_per_worker, max_restarts=0).remote(
@@ -55,6 +56,7 @@ def worker_factory(
             episode_fn,
             verify_options=verify_options,
             verify_delay_s=verify_delay_s,
+            run=run,
         )
 
     return start

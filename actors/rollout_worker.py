@@ -29,6 +29,7 @@ import ray
 from ray.exceptions import ObjectLostError, RayActorError
 from ray.serve.exceptions import RayServeException
 
+from actors.run_metrics import WORKER_SERIES, RunGauges
 from drkernel.config.train import RolloutConfig
 from drkernel.config.verifier import VerifyOptions
 from drkernel.rl.rewards import RewardConfig
@@ -87,6 +88,7 @@ class RolloutWorker:
         admit_poll_s: float = 1.0,
         verify_options: VerifyOptions | dict[str, Any] | None = None,
         verify_delay_s: float = 0.0,
+        run: str = "",
     ):
         if episode_fn is None:
             from drkernel.rollout.episode import run_episode
@@ -120,6 +122,12 @@ class RolloutWorker:
             "sample_errors": 0,
         }
         self._errors: list[str] = []
+        self._gauges = RunGauges("worker", WORKER_SERIES, run, worker=worker_id)
+
+    def _count(self, key: str) -> None:
+        """One more of `key`, on the dashboard too (with the episodes running now)."""
+        self._counts[key] += 1
+        self._gauges.set({**self._counts, "live_episodes": len(self._episodes)})
 
     async def _generate(self, prompt_ids: list[int], sampling: SamplingParams) -> GenerateOutput:
         out = await self._policy.generate.remote(prompt_ids, sampling)
@@ -148,10 +156,10 @@ class RolloutWorker:
                     self.cfg,
                     self.reward_cfg,
                 )
-                self._counts["samples"] += 1
+                self._count("samples")
                 return trajectory
             except Exception as e:  # any episode failure is retried, then fails the group
-                self._counts["sample_errors"] += 1
+                self._count("sample_errors")
                 infra_only = infra_only and isinstance(e, INFRA_FAULTS)
                 message = f"{group.group_id}/{index} attempt {attempt + 1}: {type(e).__name__}: {e}"
                 self._errors = (self._errors + [message])[-20:]
@@ -194,20 +202,20 @@ class RolloutWorker:
             try:
                 trajectories = await self._run_group(group)
             except GroupInfraFailed as e:
-                self._counts["infra_requeued"] += 1
+                self._count("infra_requeued")
                 await self._queue.requeue.remote(admission.ticket, group.group_id, str(e), self.cfg.infra_requeues)
                 infra_streak += 1
                 await asyncio.sleep(min(INFRA_BACKOFF_S[0] * 2 ** (infra_streak - 1), INFRA_BACKOFF_S[1]))
                 continue
             except GroupFailed as e:
-                self._counts["failed_groups"] += 1
+                self._count("failed_groups")
                 await self._queue.fail.remote(admission.ticket, group.group_id, str(e))
                 continue
             infra_streak = 0
             finished = FinishedGroup.of(group, trajectories, admission.ticket, self.worker_id)
             finished.metrics["rollout_s"] = time.monotonic() - start
             kept = await self._queue.put.remote(finished)
-            self._counts["groups" if kept else "duplicates"] += 1
+            self._count("groups" if kept else "duplicates")
 
     async def run(self) -> dict[str, Any]:
         """Run the slots; returns this worker's stats when the prompts run out or after `stop()`. A slot that

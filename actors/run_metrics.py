@@ -42,19 +42,30 @@ POLICY_SERIES = {
 }
 
 
+WORKER_SERIES = {  # tagged with the worker's id as well: a run has several
+    "groups": "prompt groups this rollout worker finished and put",
+    "samples": "episodes this rollout worker finished",
+    "sample_errors": "episode attempts that raised (retried, or failing their group)",
+    "failed_groups": "groups failed past their retries",
+    "infra_requeued": "groups sent back to the line after infrastructure faults",
+    "live_episodes": "episodes running now on this rollout worker",
+}
+
+
 def run_name(output_dir: str | None) -> str:
     """The run's tag: its run folder's name (unique per run, drkernel.train.run_folder)."""
     return Path(output_dir).name if output_dir else ""
 
 
 class RunGauges:
-    """Gauges `drkernel_<role>_<key>` tagged with the run; `set` takes any subset of the keys."""
+    """Gauges `drkernel_<role>_<key>` tagged with the run (and any `tags` more); `set` takes any subset of the
+    keys."""
 
-    def __init__(self, role: str, series: Mapping[str, str], run: str) -> None:
+    def __init__(self, role: str, series: Mapping[str, str], run: str, **tags: str) -> None:
+        self._tags = {"run": run, **tags}
         self._gauges = {
-            k: Gauge(f"drkernel_{role}_{k}", description=doc, tag_keys=("run",)) for k, doc in series.items()
+            k: Gauge(f"drkernel_{role}_{k}", description=doc, tag_keys=tuple(self._tags)) for k, doc in series.items()
         }
-        self._tags = {"run": run}
 
     def set(self, values: Mapping[str, float]) -> None:
         for key, gauge in self._gauges.items():

@@ -87,7 +87,14 @@ def test_job_runs_every_actor_and_pushes_bit_identical_weights(ray_cluster, tiny
         exported = _scrape_until(ray_cluster["metrics_url"], r'^ray_drkernel_trainer_version\{.*run="run".*\} 2\.0')
     finally:
         job.cleanup()
-    for series in ("trainer_grad_norm", "trainer_step_seconds", "policy_batch_size", "policy_tokens", "queue_consumed"):
+    for series in (
+        "trainer_grad_norm",
+        "trainer_step_seconds",
+        "policy_batch_size",
+        "policy_tokens",
+        "queue_consumed",
+        "worker_groups",
+    ):
         assert re.search(rf'^ray_drkernel_{series}\{{.*run="run"', exported, re.MULTILINE), series
     summary = job.summary(0.0)
     assert summary["steps"] == 2 and summary["policy_versions"] == 2
