@@ -48,8 +48,24 @@ def recipe(root: Path) -> list[str]:
     return [*overrides, f"policy.model_path={root / 'sft'}"]
 
 
-def run(tree: Path, overrides: list[str], out: Path) -> dict:
-    """One job in `tree`; peak driver RSS and the per-step times it logged."""
+RAY_START_TIMEOUT = "timed out during startup"  # Ray's 30 s raylet wait, crossed on a host loaded far past its cores
+
+
+def run(tree: Path, overrides: list[str], out: Path, attempts: int = 3) -> dict:
+    """One job in `tree`; peak driver RSS and the per-step times it logged. A job whose private Ray did not
+    start (the host too loaded) is started again, at most `attempts` times; any other failure raises."""
+    attempt = 1
+    while True:
+        try:
+            return _run_once(tree, overrides, out)
+        except RuntimeError as e:
+            if RAY_START_TIMEOUT not in str(e) or attempt >= attempts:
+                raise
+            print(f"{tree}: Ray did not start (attempt {attempt}), again", flush=True)
+        attempt += 1
+
+
+def _run_once(tree: Path, overrides: list[str], out: Path) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": str(tree)}
     cmd = [sys.executable, "-m", "pipelines.train", *overrides, f"trainer.output_dir={out}"]
