@@ -82,11 +82,12 @@ def _sft_task(config: dict[str, Any]) -> str:
     return ray.get_runtime_context().get_node_id()
 
 
-def resolve_model_path(cfg: TrainConfig, allow_sft: bool = True) -> tuple[str, float]:
+def resolve_model_path(cfg: TrainConfig, allow_sft: bool = True, on_cluster: bool = False) -> tuple[str, float]:
     """(model folder, seconds spent on SFT): policy.model_path, else the SFT checkpoint of this config, made
-    first when missing, after saying what that costs (or refusing, `allow_sft=False`). Inside a job (Ray is
-    up) the warm start runs as a Ray task with a trainer rank's resources, never on the head node's driver;
-    without Ray it runs here. A lock beside the checkpoint lets concurrent jobs of one config make it once."""
+    first when missing, after saying what that costs (or refusing, `allow_sft=False`). `on_cluster` (the job,
+    once Ray is up): the warm start runs as a Ray task with a trainer rank's resources, never on the head
+    node's driver; else it runs here. A lock beside the checkpoint lets concurrent jobs of one config make it
+    once."""
     if cfg.policy.model_path:
         if not (Path(cfg.policy.model_path) / "config.json").is_file():
             raise FileNotFoundError(f"policy.model_path {cfg.policy.model_path} holds no HF model (config.json)")
@@ -113,9 +114,9 @@ def resolve_model_path(cfg: TrainConfig, allow_sft: bool = True) -> tuple[str, f
         log.warning("no SFT checkpoint of this config yet: %s", plan.describe())
         log.warning("to stop instead: Ctrl-C or `ray job stop`; `--no-sft` refuses; policy.model_path skips SFT")
         t0 = time.monotonic()
-        if ray.is_initialized():
+        if on_cluster:
             tc = cfg.trainer
-            kind = resolve_kind(tc.device, ray.cluster_resources())
+            kind = resolve_kind(tc.device, ray.cluster_resources(), "trainer.device")
             options = ray_options(kind, tc.cpus_per_worker, tc.accelerators_per_worker)
             node = ray.get(_sft_task.options(**options).remote(cfg.model_dump(mode="json")))
             log.info("SFT warm start done on node %s", node[:12])
@@ -260,7 +261,7 @@ class TrainJob:
         log.info("run folder shared by all %d node(s) of the cluster", check_shared(self.out))
         self._resolve_devices()
         cfg = self.cfg
-        model_path, self.sft_wall_s = resolve_model_path(cfg, self.allow_sft)
+        model_path, self.sft_wall_s = resolve_model_path(cfg, self.allow_sft, on_cluster=True)
         self.prompts = prompt_file(cfg)
         serve.start(
             http_options={"host": cfg.policy.http_host, "port": cfg.policy.http_port},
