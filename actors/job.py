@@ -190,17 +190,14 @@ class TrainJob:
     def _start_ray(self) -> None:
         if ray.is_initialized():
             return
-        # the run folder in the job's metadata: the dashboard's job page and `ray list jobs --detail` show it
-        job_config = ray.job_config.JobConfig(metadata={"drkernel_run_folder": str(self.out)})
         if self.address:
-            ray.init(address=self.address, log_to_driver=True, job_config=job_config)
+            ray.init(address=self.address, log_to_driver=True)
         else:  # a private cluster: never attach to a stranger's ("auto" would)
             ray.init(
                 address="local",
                 num_cpus=max(os.cpu_count() or 1, math.ceil(self.reserved_cpus())),
                 runtime_env={"env_vars": {"PYTHONPATH": _worker_pythonpath()}},
                 log_to_driver=True,
-                job_config=job_config,
             )
             self._started_ray = True
 
