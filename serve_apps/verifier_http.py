@@ -27,10 +27,10 @@ from ray.serve.handle import DeploymentHandle
 
 from drkernel.config.serve import VerifierServeConfig
 from drkernel.rl.rewards import score
+from drkernel.verify.reference_source import one_line, reference_problem
 from drkernel.verify.result import ErrorInfo, VerifyResult
 from serve_apps.auth import BearerAuth, tokens_from_env
 from serve_apps.http_guard import BodyGuard, route_label, safe_errors
-from serve_apps.reference_check import one_line, reference_problem
 from serve_apps.verifier_metrics import VerifierMetrics
 from serve_apps.verifier_schemas import BatchRequest, BatchResponse, Health, Stats, VerifyRequest
 from serve_apps.verifier_stats import VerifierStats
