@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from drkernel.config.verifier import VerifyOptions
-from drkernel.verify.child_spec import ChildSpec
+from drkernel.verify.child_spec import child_spec
 from drkernel.verify.devices import DeviceUnavailable, resolve_device
 from drkernel.verify.entry import run as _entry
 from drkernel.verify.forkserver import PACKAGE_ROOT, ChildProcess
@@ -40,8 +40,6 @@ from drkernel.verify.result import Infra, VerifyResult
 from drkernel.verify.sandbox import descendants, read_tail
 from drkernel.verify.verdict import Verdict
 
-CPU_PERF_TRIALS = 5  # CPU default when the caller left num_perf_trials unset: interpreter times are logic-level
-CPU_WARMUP = 1
 MAX_JUDGE_MESSAGE = 16 << 20
 MEMORY_SHARE = 0.85  # of an accelerator's memory that concurrent evaluations' estimates may add up to
 
@@ -212,27 +210,6 @@ class Verifier:
             )
 
     # -- one evaluation -----------------------------------------------------------------------
-    def _spec(self, options: VerifyOptions, workdir: str, kernels: list[str]) -> ChildSpec:
-        perf_trials, warmup = options.num_perf_trials, options.num_warmup
-        if self.device == "cpu":
-            if "num_perf_trials" not in options.model_fields_set:
-                perf_trials = CPU_PERF_TRIALS
-            if "num_warmup" not in options.model_fields_set:
-                warmup = CPU_WARMUP
-        return ChildSpec(
-            device=self.device,
-            workdir=workdir,
-            entry_point=options.entry_point,
-            candidate_path=os.path.join(workdir, "candidate.py"),
-            reference_path=os.path.join(workdir, "reference.py"),
-            require_triton=options.require_triton,
-            num_perf_trials=perf_trials,
-            num_warmup=warmup,
-            memory_limit_mb=options.memory_limit_mb,
-            gate_kernels=tuple(kernels),
-            options=options.model_copy(),
-        )
-
     def _evaluate(
         self, reference: str, candidate: str, options: VerifyOptions, v: Verdict, kernels: list[str], t0: float
     ) -> VerifyResult:
@@ -263,7 +240,7 @@ class Verifier:
             t_fork = time.perf_counter()
             try:
                 for role, (module, ends) in children.items():
-                    spec = self._spec(options, dirs[role], kernels)
+                    spec = child_spec(self.device, options, dirs[role], kernels)
                     p = ChildProcess(
                         target=_entry, daemon=True, interpret=self._interpret, args=(module, "main", spec, *ends)
                     )
