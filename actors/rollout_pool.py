@@ -5,7 +5,8 @@ any exception (its loop broke). Either way its admission slots are freed in the 
 the head of the prompt source's line, and a fresh worker with a new id takes its place, so a late message
 from the dead one can never be mistaken for the new one's. `run()` returning means the prompts ran out.
 
-The pool is plain asyncio (no actor of its own): the job actor runs it on its event loop.
+The pool is plain asyncio (no actor of its own): the training job (actors.job.TrainJob, in the driver) runs it on
+its event loop.
 """
 
 from __future__ import annotations

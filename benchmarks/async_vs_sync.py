@@ -21,12 +21,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "e2e"))
 sys.path.insert(0, str(REPO))
 
-from conftest import TASKS, recipe_overrides  # noqa: E402
 
 from drkernel.config.base import load_config  # noqa: E402
+from drkernel.config.tiny_recipe import TINY_TASKS as TASKS  # noqa: E402
+from drkernel.config.tiny_recipe import tiny_recipe_overrides as recipe_overrides  # noqa: E402
 from drkernel.config.train import TrainConfig  # noqa: E402
 from drkernel.tasks import library_path  # noqa: E402
 

@@ -35,14 +35,14 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "actors"))
 sys.path.insert(0, str(REPO / "tests" / "rollout"))
-sys.path.insert(0, str(REPO / "tests" / "e2e"))  # first: its conftest holds the tiny recipe
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import ray  # noqa: E402
-from conftest import TASKS, recipe_overrides  # noqa: E402
 
 from drkernel.config.base import load_config  # noqa: E402
+from drkernel.config.tiny_recipe import TINY_TASKS as TASKS  # noqa: E402
+from drkernel.config.tiny_recipe import tiny_recipe_overrides as recipe_overrides  # noqa: E402
 from drkernel.config.train import QueueConfig, RolloutConfig, TrainConfig  # noqa: E402
 from drkernel.tasks import library_path  # noqa: E402
 

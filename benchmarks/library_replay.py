@@ -16,10 +16,11 @@ from pathlib import Path
 os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from drkernel.config.verifier import VerifyOptions
 from drkernel.tasks import load_tasks
 from drkernel.verify.replay import model_locally
 
-OPTIONS = {"gpu_profile": "h200", "atol": 1e-2, "rtol": 1e-2, "correctness": "strict"}
+OPTIONS = VerifyOptions(gpu_profile="h200", atol=1e-2, rtol=1e-2, correctness="strict")
 
 
 def main(only: list[str]) -> None:

@@ -48,7 +48,7 @@ MODULES: dict[str, list[str]] = {
         "tests/verify/test_timing_symmetry.py::test_batched_comparison_never_passes_what_compare_fails",
     ],
     "verify/verdict": ["tests/verify/test_verdict.py", "tests/rl/test_reward_pins.py"],
-    "verify/judge": [
+    "verify/outputs": [
         "tests/verify/test_comparison_pins.py",
         "tests/verify/test_timing_symmetry.py::test_batched_comparison_never_passes_what_compare_fails",
     ],
@@ -56,7 +56,7 @@ MODULES: dict[str, list[str]] = {
 
 # modules whose other functions need a GPU or a whole verifier run: only these functions are mutated
 ONLY_FUNCTIONS: dict[str, list[str]] = {
-    "verify/judge": ["_batch_passes", "_specs", "_spec_mismatch"],
+    "verify/outputs": ["batch_passes", "specs", "spec_mismatch"],
 }
 
 

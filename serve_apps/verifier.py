@@ -83,14 +83,18 @@ class VerifierReplica:
         reward: RewardConfig | dict[str, Any] | None = None,
     ) -> VerifyResult:
         """The verdict, as `drkernel verify` gives it, priced by the caller's `reward` config (default: recipe)."""
-        result, _ = await self.verify_traced(reference, candidate, options)
-        cfg = reward if isinstance(reward, RewardConfig) else RewardConfig.model_validate(reward or {})
-        return score(result, cfg)
+        result, _ = await self.verify_traced(reference, candidate, options, reward)
+        return result
 
     async def verify_traced(
-        self, reference: str, candidate: str, options: VerifyOptions | dict[str, Any] | None = None
+        self,
+        reference: str,
+        candidate: str,
+        options: VerifyOptions | dict[str, Any] | None = None,
+        reward: RewardConfig | dict[str, Any] | None = None,
     ) -> tuple[VerifyResult, bool]:
-        """The verdict and whether it came from this replica's cache (the HTTP ingress counts those)."""
+        """The verdict priced by `reward` (the one place a verdict is priced: a cached verdict is priced anew for
+        each caller), and whether it came from this replica's cache (the HTTP ingress counts those)."""
         start = time.monotonic()
         self._metrics.requests.inc(tags={"route": "handle"})
         opts = resolve_options(options, self.config.device)
@@ -102,7 +106,8 @@ class VerifierReplica:
         finally:
             self._in_flight -= 1
         self._metrics.record(result, hit, time.monotonic() - start)
-        return result, hit
+        cfg = reward if isinstance(reward, RewardConfig) else RewardConfig.model_validate(reward or {})
+        return score(result, cfg), hit
 
     def _gauge(self) -> None:
         self._metrics.queue_depth.set(self._waiting + self._running)

@@ -26,11 +26,10 @@ from ray.serve.exceptions import BackPressureError
 from ray.serve.handle import DeploymentHandle
 
 from drkernel.config.serve import VerifierServeConfig
-from drkernel.rl.rewards import score
+from drkernel.verify.reference_source import one_line, reference_problem
 from drkernel.verify.result import ErrorInfo, VerifyResult
 from serve_apps.auth import BearerAuth, tokens_from_env
 from serve_apps.http_guard import BodyGuard, route_label, safe_errors
-from serve_apps.reference_check import one_line, reference_problem
 from serve_apps.verifier_metrics import VerifierMetrics
 from serve_apps.verifier_schemas import BatchRequest, BatchResponse, Health, Stats, VerifyRequest
 from serve_apps.verifier_stats import VerifierStats
@@ -71,8 +70,7 @@ class VerifierIngress:
     def __init__(self, verifier: DeploymentHandle, config: dict[str, Any]) -> None:
         self.config = VerifierServeConfig.model_validate(config)
         self._verifier = verifier
-        self._stats = VerifierStats()
-        self._metrics = VerifierMetrics()
+        self._stats = VerifierStats(metrics=VerifierMetrics())
         self._tokens = tokens_from_env(self.config.api_token_env)
         self._admitted: Counter[str] = Counter()
         self._client_slots: dict[str, asyncio.Semaphore] = {}
@@ -96,12 +94,9 @@ class VerifierIngress:
         @app.middleware("http")  # added last, so outermost: it also sees the guard's 401/408/413/422
         async def count(request: Any, call_next: Any) -> Any:
             route = route_label(request.url.path, ROUTES)  # bounded: made-up paths are all "other"
-            self._stats.requests[route] += 1
-            self._metrics.requests.inc(tags={"route": route})
+            self._stats.request(route)
             response = await call_next(request)
-            self._stats.responses[response.status_code] += 1
-            if response.status_code >= 400:
-                self._metrics.rejected.inc(tags={"code": str(response.status_code)})
+            self._stats.response(response.status_code)
             return response
 
         @app.exception_handler(RequestValidationError)
@@ -130,7 +125,7 @@ class VerifierIngress:
         async def verify(body: VerifyRequest, request: Request) -> VerifyResult:
             """One evaluation; the body of `drkernel verify --json` comes back."""
             self._check_limits([body], ("body",))
-            async with _Admission(self, _client(request), 1) as client:
+            async with _QueueShare(self, _client(request), 1) as client:
                 result = await self._evaluate(body, client, in_batch=False)
             if result.status == "infra_error" and result.error is not None and result.error.kind == "reference":
                 raise _Refused(
@@ -153,7 +148,7 @@ class VerifierIngress:
                     ],
                 )
             self._check_limits(batch.items, ("body", "items"))
-            async with _Admission(self, _client(request), len(batch.items)) as client:
+            async with _QueueShare(self, _client(request), len(batch.items)) as client:
                 results = await asyncio.gather(*(self._evaluate(item, client, in_batch=True) for item in batch.items))
             return BatchResponse(results=list(results))
 
@@ -219,10 +214,8 @@ class VerifierIngress:
             result = result.model_copy(
                 update={"error": ErrorInfo(kind="reference", message=one_line(result.error.message)), "details": {}}
             )
-        result = score(result, request.reward)
         latency = time.monotonic() - start
         self._stats.record(result, hit, latency)
-        self._metrics.latency.observe(latency)  # verdicts and cache hits are counted by the replicas
         return result
 
     async def _dispatched_call(
@@ -239,7 +232,7 @@ class VerifierIngress:
         deaths = 0
         while True:
             response = self._verifier.verify_traced.remote(
-                request.reference_code, request.kernel_code, request.resolved_options()
+                request.reference_code, request.kernel_code, request.resolved_options(), request.reward
             )
             try:
                 return await _await(response)
@@ -271,7 +264,7 @@ def _client(request: Request) -> str:
     return f"peer:{peer.host}" if peer is not None else "peer:unknown"
 
 
-class _Admission:
+class _QueueShare:
     """Holds `n` slots of the ingress queue, and of its client's share, for the life of a request."""
 
     def __init__(self, ingress: "VerifierIngress", client: str, n: int) -> None:
@@ -298,7 +291,6 @@ class _Admission:
             )
         ingress._admitted[self._client] += self._n
         stats.enter_queue(self._n)
-        ingress._metrics.queue_depth.set(stats.queue_depth)
         return self._client
 
     async def __aexit__(self, *_: object) -> None:
@@ -308,7 +300,6 @@ class _Admission:
             del ingress._admitted[self._client]
             ingress._client_slots.pop(self._client, None)
         ingress._stats.leave_queue(self._n)
-        ingress._metrics.queue_depth.set(ingress._stats.queue_depth)
 
 
 async def _await(response: Any) -> Any:

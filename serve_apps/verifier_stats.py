@@ -1,15 +1,20 @@
 """What GET /stats reports: request and verdict counts, queue depth, latency percentiles, cache hits.
 
 Counts are since the ingress replica started; percentiles are over the most recent evaluations
-(a bounded window, so memory stays flat under any load).
+(a bounded window, so memory stays flat under any load). Each event is recorded once, here, and fed on to the
+ingress's Prometheus metrics when it has them, so /stats and the dashboard cannot drift apart.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter, deque
+from typing import TYPE_CHECKING
 
 from drkernel.verify.result import VerifyResult
+
+if TYPE_CHECKING:
+    from serve_apps.verifier_metrics import VerifierMetrics
 
 
 def verdict_of(result: VerifyResult) -> str:
@@ -34,7 +39,8 @@ def percentile(sorted_values: list[float], q: float) -> float | None:
 class VerifierStats:
     """Counters of one ingress replica; touched only from its event loop."""
 
-    def __init__(self, window: int = 10_000) -> None:
+    def __init__(self, window: int = 10_000, metrics: VerifierMetrics | None = None) -> None:
+        self.metrics = metrics
         self.started = time.time()
         self.requests: Counter[str] = Counter()
         self.responses: Counter[int] = Counter()
@@ -46,18 +52,38 @@ class VerifierStats:
         self.max_queue_depth = 0
         self._latencies: deque[float] = deque(maxlen=window)
 
+    def request(self, route: str) -> None:
+        self.requests[route] += 1
+        if self.metrics is not None:
+            self.metrics.requests.inc(tags={"route": route})
+
+    def response(self, status_code: int) -> None:
+        self.responses[status_code] += 1
+        if self.metrics is not None and status_code >= 400:
+            self.metrics.rejected.inc(tags={"code": str(status_code)})
+
     def enter_queue(self, n: int) -> None:
         self.queue_depth += n
         self.max_queue_depth = max(self.max_queue_depth, self.queue_depth)
+        self._gauge()
 
     def leave_queue(self, n: int) -> None:
         self.queue_depth -= n
+        self._gauge()
+
+    def _gauge(self) -> None:
+        if self.metrics is not None:
+            self.metrics.queue_depth.set(self.queue_depth)
 
     def record(self, result: VerifyResult, cache_hit: bool, latency_s: float) -> None:
+        """One answered evaluation. Only its latency goes on to the metrics: the replicas count verdicts and
+        cache hits there (for handle callers too)."""
         self.evaluations += 1
         self.cache_hits += int(cache_hit)
         self.verdicts[verdict_of(result)] += 1
         self._latencies.append(latency_s)
+        if self.metrics is not None:
+            self.metrics.latency.observe(latency_s)
 
     def snapshot(self, queue_limit: int) -> dict:
         lat = sorted(self._latencies)

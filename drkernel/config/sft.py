@@ -109,8 +109,8 @@ class SFTConfig(StrictModel):
     eval: SFTEvalConfig = Field(default_factory=SFTEvalConfig, description="post-SFT sampling + verification")
 
 
-class DemoConfig(StrictModel):
-    """The whole embedded-default recipe, one section per stage."""
+class SFTRecipeConfig(StrictModel):
+    """The recipe up to the SFT checkpoint (model, tokenizer, data, SFT), one section per stage; TrainConfig adds RL."""
 
     model: TinyModelConfig = Field(default_factory=TinyModelConfig, description="tiny policy shape")
     tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig, description="local tokenizer")

@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 from drkernel.config.algorithm import AlgorithmConfig
 from drkernel.config.base import StrictModel
 from drkernel.config.serve import VerifierServeConfig
-from drkernel.config.sft import DemoConfig
+from drkernel.config.sft import SFTRecipeConfig
 from drkernel.config.verifier import DeviceName, VerifyOptions
 
 
@@ -171,7 +171,7 @@ class LoggingConfig(StrictModel):
     verbose: bool = Field(False, description="keep Serve's per-request access lines and library notices (--verbose)")
 
 
-class TrainConfig(DemoConfig):
+class TrainConfig(SFTRecipeConfig):
     """The whole recipe: SFT warm start (inherited sections) and asynchronous multi-turn RL."""
 
     rl_data: PromptDataConfig = Field(default_factory=PromptDataConfig, description="RL prompts")

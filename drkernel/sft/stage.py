@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from drkernel.config.sft import DemoConfig
+from drkernel.config.sft import SFTRecipeConfig
 from drkernel.log import get_logger
 from drkernel.model.tiny import save_tiny_base
 from drkernel.sft.data import SFTInputError, corpus_texts, encode_pairs, parquet_pairs, task_pairs
@@ -39,7 +39,7 @@ def _loss_curve(history: list[StepLog], points: int = 8) -> list[dict]:
     ]
 
 
-def _evaluate(model, tokenizer, tasks, cfg: DemoConfig, out: Path, log: Callable[[str], None]) -> dict:
+def _evaluate(model, tokenizer, tasks, cfg: SFTRecipeConfig, out: Path, log: Callable[[str], None]) -> dict:
     """Sample and verify one answer per task; records go to `<out>/eval_records.jsonl`."""
     from drkernel.sft.evaluate import evaluate_policy  # imports the verifier only when evaluating
 
@@ -53,7 +53,7 @@ def _evaluate(model, tokenizer, tasks, cfg: DemoConfig, out: Path, log: Callable
     return {"eval": result["modes"], "eval_wall_s": round(time.monotonic() - t0, 1)}
 
 
-def _device_and_tasks(cfg: DemoConfig) -> tuple[torch.device, list[Task]]:
+def _device_and_tasks(cfg: SFTRecipeConfig) -> tuple[torch.device, list[Task]]:
     """Thread count, the resolved device and the task library, shared by training and evaluation."""
     if cfg.sft.num_threads is not None:
         torch.set_num_threads(cfg.sft.num_threads)
@@ -64,7 +64,7 @@ def _device_and_tasks(cfg: DemoConfig) -> tuple[torch.device, list[Task]]:
     return device, load_tasks(Path(cfg.data.tasks_dir) if cfg.data.tasks_dir else None, cfg.data.categories)
 
 
-def evaluate_checkpoint(cfg: DemoConfig, checkpoint: str | Path, log: Callable[[str], None] = _log.info) -> dict:
+def evaluate_checkpoint(cfg: SFTRecipeConfig, checkpoint: str | Path, log: Callable[[str], None] = _log.info) -> dict:
     """Evaluate an existing HF checkpoint on the task library; writes `<checkpoint>/eval.json`."""
     path = Path(checkpoint)
     if not path.is_dir():
@@ -83,7 +83,7 @@ def evaluate_checkpoint(cfg: DemoConfig, checkpoint: str | Path, log: Callable[[
     return summary
 
 
-def run_sft_stage(cfg: DemoConfig, log: Callable[[str], None] = _log.info) -> dict:
+def run_sft_stage(cfg: SFTRecipeConfig, log: Callable[[str], None] = _log.info) -> dict:
     """Run the stage described by `cfg`; returns the summary also written to `<output_dir>/summary.json` (an unset
     output_dir is the cache folder of these settings, drkernel/sft/warm_start.py)."""
     cfg = with_sft_paths(cfg)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from drkernel.config.sft import DemoConfig
+from drkernel.config.sft import SFTRecipeConfig
 
 CACHE_ENV = "DRKERNEL_SFT_CACHE"
 # Tiny-model SFT on the 2-core dev box ran at 67-72 GFLOP/s on one thread (BENCHMARKS.md, the demo); a second thread
@@ -26,7 +26,7 @@ CACHE_ENV = "DRKERNEL_SFT_CACHE"
 CPU_FLOPS = 60e9
 CHARS_PER_TOKEN = 2.8  # the tiny BPE: 13.1k tokens for the elementwise pairs' 36.4k characters of reference + solution
 FEEDBACK_CHARS = 700  # a rendered feedback message, as the compact feedback turn usually comes out
-C = TypeVar("C", bound=DemoConfig)
+C = TypeVar("C", bound=SFTRecipeConfig)
 
 
 class SFTRequired(RuntimeError):
@@ -38,7 +38,7 @@ def cache_root() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "drkernel" / "sft").expanduser().resolve()
 
 
-def shaping_digest(cfg: DemoConfig) -> str:
+def shaping_digest(cfg: SFTRecipeConfig) -> str:
     """16 hex digits naming the settings that change the SFT weights; the same settings give the same name."""
     data = cfg.model_dump(mode="json")
     shaping = {k: data[k] for k in ("model", "tokenizer", "data", "sft")}
@@ -97,14 +97,14 @@ def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
-def _tiny_params(cfg: DemoConfig) -> int:
+def _tiny_params(cfg: SFTRecipeConfig) -> int:
     m = cfg.model
     attention = m.hidden_size * m.head_dim * (2 * m.num_heads + 2 * m.num_kv_heads)
     layer = attention + 3 * m.hidden_size * m.intermediate_size
     return cfg.tokenizer.vocab_size * m.hidden_size * (1 if m.tie_word_embeddings else 2) + m.num_layers * layer
 
 
-def plan_sft(cfg: DemoConfig) -> SFTPlan:
+def plan_sft(cfg: SFTRecipeConfig) -> SFTPlan:
     """Count the examples and steps `run_sft_stage(cfg)` would take and estimate its time on a CPU (the tiny
     model only: a base model's speed depends on hardware this cannot know)."""
     from drkernel.sft.feedback import BETTER, FIRST

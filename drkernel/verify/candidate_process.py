@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from drkernel.verify import problem, protocol, trace
+from drkernel.verify.child_spec import ChildSpec
 from drkernel.verify.devices import env_for, make_backend
 from drkernel.verify.runner import Fault, Observer, Runner, classify, flatten, short
 from drkernel.verify.sandbox import capture_output, isolate
@@ -41,21 +42,21 @@ def _coverage_fn(
     return measure
 
 
-def main(spec: dict[str, Any], conn: Any) -> None:
+def main(spec: ChildSpec, conn: Any) -> None:
     """Entry point of the candidate child (a fork of the warm fork-server)."""
     from drkernel.verify import preload
 
     try:
         layers = isolate(
-            spec["workdir"],
-            on_accelerator=spec["device"] != "cpu",
-            memory_limit_mb=spec["memory_limit_mb"],
-            env=env_for(spec["device"]),
+            spec.workdir,
+            on_accelerator=spec.device != "cpu",
+            memory_limit_mb=spec.memory_limit_mb,
+            env=env_for(spec.device),
         )
         layers["preloaded"] = "yes" if preload.preloaded() else "NO (fork-server preload failed)"
-        capture_output(spec["workdir"])
-        backend = make_backend(spec["device"])
-        if spec["device"] == "cuda":  # a candidate that hogs the device fails itself, not the judge or a neighbour
+        capture_output(spec.workdir)
+        backend = make_backend(spec.device)
+        if spec.device == "cuda":  # a candidate that hogs the device fails itself, not the judge or a neighbour
             backend.torch.cuda.set_per_process_memory_fraction(CANDIDATE_MEMORY_SHARE)
             layers["device_memory_cap"] = f"{CANDIDATE_MEMORY_SHARE:.0%} of the device"
         protocol.send(conn, {"type": "isolation", "layers": layers})
@@ -63,18 +64,18 @@ def main(spec: dict[str, Any], conn: Any) -> None:
         protocol.send(conn, {"type": "reference_failed", "message": f"candidate sandbox setup failed: {short(e)}"})
         return
     try:
-        ref_module = problem.import_file(spec["reference_path"], "reference")
+        ref_module = problem.import_file(spec.reference_path, "reference")
         init_args, init_kwargs = problem.init_inputs(ref_module, backend)
     except Exception as e:
         protocol.send(conn, {"type": "reference_failed", "message": f"reference failed to load: {short(e)}"})
         return
-    observer = Observer(spec["candidate_path"], backend, spec["require_triton"], spec.get("gate_kernels", []))
+    observer = Observer(spec.candidate_path, backend, spec.require_triton, list(spec.gate_kernels))
     try:
         observer.install()
         protocol.send(conn, {"type": "importing"})
         model, aliased, load_s = _load(spec, observer, backend, ref_module, init_args, init_kwargs)
         observer.check_tamper()
-        modelled = spec["device"] == "cpu" and spec["options"].get("timing") == "cpu_model"
+        modelled = spec.device == "cpu" and spec.options.timing == "cpu_model"
         committed, state = trace.commit_state(model, vars(sys.modules["candidate"])) if modelled else (None, {})
         protocol.send(
             conn,
@@ -114,7 +115,7 @@ def main(spec: dict[str, Any], conn: Any) -> None:
 
 
 def _load(
-    spec: dict[str, Any],
+    spec: ChildSpec,
     observer: Observer,
     backend: Any,
     ref_module: Any,
@@ -122,7 +123,7 @@ def _load(
     init_kwargs: dict[str, Any],
 ) -> tuple[Any, bool, float]:
     t0 = time.perf_counter()
-    path = spec["candidate_path"]
+    path = spec.candidate_path
     try:
         module = problem.import_file(path, "candidate")
     except SyntaxError as e:
@@ -133,10 +134,10 @@ def _load(
         kind = "triton_compile" if classify(e, path, set()) == "triton_compile" else "import"
         raise Fault(kind, short(e), protocol.traceback_tail()) from e
     observer.kernel_names |= set(observer.recorder.note_module(module))
-    entry = spec["entry_point"]
+    entry = spec.entry_point
     cls = getattr(module, entry + "New", None)
     aliased = False
-    if cls is None and not spec["require_triton"] and isinstance(getattr(module, entry, None), type):
+    if cls is None and not spec.require_triton and isinstance(getattr(module, entry, None), type):
         cls, aliased = getattr(module, entry), True
     if not isinstance(cls, type):
         raise Fault("missing_model_new", f"the candidate defines no class {entry}New")

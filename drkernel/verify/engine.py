@@ -31,26 +31,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from drkernel.config.verifier import VerifyOptions
+from drkernel.verify.child_spec import child_spec
 from drkernel.verify.devices import DeviceUnavailable, resolve_device
 from drkernel.verify.entry import run as _entry
 from drkernel.verify.forkserver import PACKAGE_ROOT, ChildProcess
 from drkernel.verify.gate import check_source
-from drkernel.verify.result import VerifyResult
+from drkernel.verify.result import Infra, VerifyResult
 from drkernel.verify.sandbox import descendants, read_tail
 from drkernel.verify.verdict import Verdict
 
-CPU_PERF_TRIALS = 5  # CPU default when the caller left num_perf_trials unset: interpreter times are logic-level
-CPU_WARMUP = 1
 MAX_JUDGE_MESSAGE = 16 << 20
 MEMORY_SHARE = 0.85  # of an accelerator's memory that concurrent evaluations' estimates may add up to
-
-
-class _Infra(Exception):
-    """No verdict possible: the reference, the fork-server or the harness failed."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind, self.message = kind, message
 
 
 class PreloadFailed(RuntimeError):
@@ -174,10 +165,10 @@ class Verifier:
     def _verify(self, reference: str, candidate: str, options: VerifyOptions, gate: bool) -> VerifyResult:
         t0 = time.perf_counter()
         if self._closed:
-            return _infra_result("infra", "verifier is closed", self.device, t0)
+            return VerifyResult.infra("infra", "verifier is closed", self.device, time.perf_counter() - t0)
         refusal = options.device_refusal(self.device)
         if refusal:
-            return _infra_result("usage", refusal, self.device, t0)
+            return VerifyResult.infra("usage", refusal, self.device, time.perf_counter() - t0)
         v = Verdict(device=self.device)
         kernels: list[str] = []
         if gate:
@@ -211,33 +202,14 @@ class Verifier:
     ) -> VerifyResult:
         try:
             return self._evaluate(reference, candidate, options, v, kernels, t0)
-        except _Infra as e:
-            return _infra_result(e.kind, e.message, self.device, t0, v.details)
+        except Infra as e:
+            return VerifyResult.infra(e.kind, e.message, self.device, time.perf_counter() - t0, v.details)
         except Exception as e:  # a verifier bug must never look like a candidate's zero reward
-            return _infra_result("infra", f"verifier error: {type(e).__name__}: {e}", self.device, t0, v.details)
+            return VerifyResult.infra(
+                "infra", f"verifier error: {type(e).__name__}: {e}", self.device, time.perf_counter() - t0, v.details
+            )
 
     # -- one evaluation -----------------------------------------------------------------------
-    def _spec(self, options: VerifyOptions, workdir: str, kernels: list[str]) -> dict[str, Any]:
-        perf_trials, warmup = options.num_perf_trials, options.num_warmup
-        if self.device == "cpu":
-            if "num_perf_trials" not in options.model_fields_set:
-                perf_trials = CPU_PERF_TRIALS
-            if "num_warmup" not in options.model_fields_set:
-                warmup = CPU_WARMUP
-        return {
-            "device": self.device,
-            "workdir": workdir,
-            "entry_point": options.entry_point,
-            "candidate_path": os.path.join(workdir, "candidate.py"),
-            "reference_path": os.path.join(workdir, "reference.py"),
-            "require_triton": options.require_triton,
-            "num_perf_trials": perf_trials,
-            "num_warmup": warmup,
-            "memory_limit_mb": options.memory_limit_mb,
-            "gate_kernels": kernels,
-            "options": options.model_dump(),
-        }
-
     def _evaluate(
         self, reference: str, candidate: str, options: VerifyOptions, v: Verdict, kernels: list[str], t0: float
     ) -> VerifyResult:
@@ -268,9 +240,7 @@ class Verifier:
             t_fork = time.perf_counter()
             try:
                 for role, (module, ends) in children.items():
-                    spec = self._spec(options, dirs[role], kernels)
-                    if role == "judge":
-                        spec["reference_path"] = os.path.join(dirs["judge"], "reference.py")
+                    spec = child_spec(self.device, options, dirs[role], kernels)
                     p = ChildProcess(
                         target=_entry, daemon=True, interpret=self._interpret, args=(module, "main", spec, *ends)
                     )
@@ -279,11 +249,11 @@ class Verifier:
                     with self._live_lock:
                         self._live.add(p)
             except Exception as e:
-                raise _Infra("infra", f"could not start an evaluation child (fork-server down?): {e}") from e
+                raise Infra("infra", f"could not start an evaluation child (fork-server down?): {e}") from e
             for end in (judge_end, jr, jc, rj, cj, jx, xj):
                 if end is not None:
                     end.close()
-            v = _Conversation(self, options, v, procs, caller_end, t_fork).run()
+            v = _Conversation(self._timing_lock, self._memory, options, v, procs, caller_end, t_fork).run()
         finally:
             for p in procs.values():
                 _kill_group(p)
@@ -304,9 +274,17 @@ class _Conversation:
     """The caller's side of one evaluation: the judge's JSON messages, the timeout, deaths, the lock."""
 
     def __init__(
-        self, verifier: Verifier, options: VerifyOptions, v: Verdict, procs: dict[str, Any], conn: Any, t_fork: float
+        self,
+        timing_lock: threading.Lock,
+        memory: _DeviceMemory,
+        options: VerifyOptions,
+        v: Verdict,
+        procs: dict[str, Any],
+        conn: Any,
+        t_fork: float,
     ) -> None:
-        self.verifier, self.options, self.v, self.procs, self.conn = verifier, options, v, procs, conn
+        self.timing_lock, self.memory = timing_lock, memory
+        self.options, self.v, self.procs, self.conn = options, v, procs, conn
         self.t_fork = t_fork
         self.deadline = time.perf_counter() + options.timeout_s
         self.phase = "start"
@@ -332,7 +310,7 @@ class _Conversation:
                 except (EOFError, OSError):
                     pass
                 if judge.exitcode is not None and not self.conn.poll(0):
-                    raise _Infra("infra", f"the judge exited with code {judge.exitcode} during {self.phase}")
+                    raise Infra("infra", f"the judge exited with code {judge.exitcode} during {self.phase}")
         finally:
             self._release()
             self._release_memory()
@@ -340,11 +318,11 @@ class _Conversation:
     def _release(self) -> None:
         if self.holding_lock:
             self.holding_lock = False
-            self.verifier._timing_lock.release()
+            self.timing_lock.release()
 
     def _release_memory(self) -> None:
         if self.memory_held:
-            self.verifier._memory.release(self.memory_held)
+            self.memory.release(self.memory_held)
             self.memory_held = 0
 
     def _handle(self, m: dict[str, Any]) -> Verdict | None:
@@ -357,7 +335,7 @@ class _Conversation:
         elif kind == "want_timing":
             if m.get("needs_device"):
                 t_wait = time.perf_counter()
-                self.verifier._timing_lock.acquire()
+                self.timing_lock.acquire()
                 self.holding_lock = True
                 waited = time.perf_counter() - t_wait
                 self.v.phase_s["timing_lock_wait"] = waited
@@ -365,7 +343,7 @@ class _Conversation:
             self.conn.send_bytes(b'{"type": "go"}')
         elif kind == "want_memory":
             t_wait = time.perf_counter()
-            self.memory_held = self.verifier._memory.acquire(int(m.get("bytes", 0)))
+            self.memory_held = self.memory.acquire(int(m.get("bytes", 0)))
             waited = time.perf_counter() - t_wait
             self.v.phase_s["memory_wait"] = waited
             self.deadline += waited
@@ -377,7 +355,7 @@ class _Conversation:
         elif kind == "candidate_gone":
             return self._crash(Verdict.from_json(m["verdict"]), m["phase"])
         elif kind == "infra":
-            raise _Infra(m.get("kind", "infra"), m.get("message", "judge failure"))
+            raise Infra(m.get("kind", "infra"), m.get("message", "judge failure"))
         return None
 
     def _merge(self, judged: Verdict) -> Verdict:
@@ -527,22 +505,14 @@ def _accelerator_nodes() -> bool:
     return bool(glob.glob("/dev/nvidia[0-9]*") or os.path.exists("/dev/nvidiactl") or glob.glob("/dev/davinci[0-9]*"))
 
 
-def _infra_result(
-    kind: str, message: str, device: str, t0: float, details: dict[str, Any] | None = None
-) -> VerifyResult:
-    return VerifyResult.infra(kind, message, device, time.perf_counter() - t0, details)  # type: ignore[arg-type]
-
-
 def verify(reference: str, candidate: str, options: VerifyOptions | None = None) -> VerifyResult:
     """One-shot evaluation (starts and discards a Verifier; keep a Verifier for many calls)."""
     options = options or VerifyOptions()
     try:
         verifier = Verifier(device=options.device, max_concurrency=1)
     except DeviceUnavailable as e:
-        return _infra_result("usage", str(e), options.device, time.perf_counter())
+        return VerifyResult.infra("usage", str(e), options.device)
     except Exception as e:  # the fork-server or the device probe failed: no verdict
-        return _infra_result(
-            "infra", f"could not start the verifier: {type(e).__name__}: {e}", options.device, time.perf_counter()
-        )
+        return VerifyResult.infra("infra", f"could not start the verifier: {type(e).__name__}: {e}", options.device)
     with verifier:
         return verifier.verify(reference, candidate, options)

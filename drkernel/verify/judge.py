@@ -21,21 +21,22 @@ No candidate code runs here and nothing a runner sends is unpickled (drkernel.ve
 
 from __future__ import annotations
 
-import glob
+import contextlib
 import hashlib
 import json
 import math
 import os
 import statistics
 import time
-from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 import torch
 
-from drkernel.verify import problem, protocol, tensors
+from drkernel.verify import outputs, problem, protocol, tensors
+from drkernel.verify.channel import CandidateFault, CandidateGone, Channel
+from drkernel.verify.child_spec import ChildSpec
 from drkernel.verify.devices import env_for, make_backend
-from drkernel.verify.result import CheckName, HackName
+from drkernel.verify.result import CheckName, HackName, Infra
 from drkernel.verify.sandbox import capture_output, isolate
 from drkernel.verify.verdict import Verdict
 
@@ -57,243 +58,21 @@ TRACE_PAYLOAD_MB = 256
 NOT_COMPILED = frozenset({"syntax", "import", "missing_model_new", "triton_compile"})
 
 
-def _open_ipc_refcounters(opened: set[str]) -> None:
-    """torch keeps a CUDA IPC reference counter per sent tensor in a 0600 shared-memory file of the
-    sender (/dev/shm/torch_<pid>_*); a candidate runner with its own uid (sandbox) must open them to map
-    our tensors. They hold only counters: a candidate that rewrites them can make this process free a
-    block early, and the blocks it ever held come from the private pool. Only this process's files,
-    each once (`opened`), and only before orders that carry tensors: never inside a timed round trip."""
-    for path in glob.glob(f"/dev/shm/torch_{os.getpid()}_*"):
-        if path in opened:
-            continue
-        try:
-            os.chmod(path, 0o666)
-            opened.add(path)
-        except OSError:
-            pass
-
-
 def fresh_seed() -> int:
     return int.from_bytes(os.urandom(8), "little") >> 1
 
 
-class Infra(Exception):
-    """No verdict possible: the reference or the judge failed."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind, self.message = kind, message
-
-
-class CandidateFault(Exception):
-    """Decides the verdict against the candidate (optionally naming a hack)."""
-
-    def __init__(
-        self, kind: str, message: str, detail: str = "", hack: tuple[HackName, CheckName] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.kind, self.message, self.detail, self.hack = kind, message, detail, hack
-
-
-class CandidateGone(Exception):
-    """The candidate's channel closed: its process died (the caller knows how)."""
-
-
-class Channel:
-    """One runner as the judge sees it: orders out (pickled: the judge alone writes them), replies in
-    (decoded by protocol.recv as hostile input when the runner is the candidate's)."""
-
-    def __init__(self, conn: Any, trusted: bool, ipc: bool = False) -> None:
-        self.conn, self.trusted, self.ipc = conn, trusted, ipc
-        self.evidence: dict[str, Any] = {}
-        self.opened: set[str] = set()
-        self.digest: str | None = None  # of the last run's outputs, as the runner reported it inside the timing
-        self.want_digest = False
-        self.calls = 0  # forwards this runner was ordered to observe (its evidence must account for them)
-        self.into_bound = False  # CUDA: the last run was ordered with output buffers bound for every call
-
-    def order(self, *message: Any, tensors: bool = False) -> None:
-        """Pickled here (the judge alone writes this channel). An order that carries CUDA tensors
-        (`tensors`) to the candidate's runner first opens the IPC reference counters its pickling
-        created to the runner's uid; "run" carries none, so the timed round trip is the same for
-        both runners."""
-        data = ForkingPickler.dumps(message)
-        if tensors and self.ipc and not self.trusted:
-            _open_ipc_refcounters(self.opened)
-        try:
-            self.conn.send_bytes(data)
-        except (OSError, EOFError) as e:
-            self._gone(e)
-
-    def _gone(self, e: BaseException) -> None:
-        if self.trusted:  # killed from outside (OOM killer, operator): no verdict on the reference, an infra error
-            raise Infra("infra", f"reference runner went away: {type(e).__name__}")
-        raise CandidateGone() from e
-
-    def reply(self, expect: str, max_payload: int = 0, precheck: Any = None) -> tuple[dict[str, Any], bytes]:
-        try:
-            header, payload = protocol.recv(
-                self.conn,
-                max_payload,
-                None if precheck is None else (lambda h: precheck(h) if h["type"] == expect else None),
-            )
-        except (EOFError, ConnectionError) as e:
-            self._gone(e)
-        except protocol.ProtocolError as e:
-            if self.trusted:
-                raise Infra("reference", f"reference runner broke the protocol: {e}") from e
-            raise CandidateFault(
-                "protocol",
-                f"the candidate's process sent a malformed message: {e}",
-                hack=("harness_tampering", "protocol"),
-            ) from e
-        kind = header["type"]
-        if kind == "fault":
-            if self.trusted:
-                raise Infra("reference", f"reference failed during {header['phase']}: {header['message']}")
-            raise CandidateFault(header["kind"], header["message"], header["detail"])
-        if kind != expect:
-            if self.trusted:
-                raise Infra("reference", f"reference runner answered {kind!r}, expected {expect!r}")
-            raise CandidateFault(
-                "protocol",
-                f"the candidate's process answered {kind!r} where {expect!r} was due",
-                hack=("harness_tampering", "protocol"),
-            )
-        return header, payload
-
-
-def _specs(values: list[Any]) -> list[dict[str, Any]]:
-    out = []
-    for v in values:
-        if isinstance(v, torch.Tensor):
-            out.append(
-                {
-                    "kind": "tensor",
-                    "dtype": str(v.dtype).removeprefix("torch."),
-                    "shape": list(v.shape),
-                    "nbytes": v.numel() * v.element_size(),
-                }
-            )
-        else:
-            out.append({"kind": "scalar"})
-    return out
-
-
-def _spec_mismatch(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> str | None:
-    if len(got) != len(want):
-        return f"output count {len(got)} != reference {len(want)}"
-    for i, (g, w) in enumerate(zip(got, want)):
-        where = f"output[{i}]" if len(want) > 1 else "output"
-        if g["kind"] != w["kind"]:
-            return f"{where} is a {g['kind']}, reference is a {w['kind']}"
-        if w["kind"] == "tensor":
-            if g["shape"] != w["shape"]:
-                return f"{where} shape {tuple(g['shape'])} != reference {tuple(w['shape'])}"
-            if g["dtype"] != w["dtype"]:
-                return f"{where} dtype {g['dtype']} != reference {w['dtype']}"
-    return None
-
-
-def _fits(held: list[list[Any]], sets: list[list[Any]]) -> bool:
-    """Whether new input sets can be copied into the ones a runner holds: as many or fewer sets, the same
-    tensor shapes, dtypes and strides, and equal non-tensor values."""
-    if not held or len(held) < len(sets):
-        return False
-    for old, new in zip(held, sets):
-        if len(old) != len(new):
-            return False
-        for a, b in zip(old, new):
-            if isinstance(a, torch.Tensor) != isinstance(b, torch.Tensor):
-                return False
-            if isinstance(a, torch.Tensor):
-                if a.shape != b.shape or a.dtype != b.dtype or a.stride() != b.stride() or a.device != b.device:
-                    return False
-            elif type(a) is not type(b) or a != b:
-                return False
-    return True
-
-
-def _bound_fits(bufs: list[Any], specs: list[dict[str, Any]]) -> bool:
-    """Whether one call's bound output buffers match the outputs a runner reported."""
-    if len(bufs) != len(specs):
-        return False
-    for b, s in zip(bufs, specs):
-        if (s["kind"] == "tensor") != isinstance(b, torch.Tensor):
-            return False
-        if isinstance(b, torch.Tensor) and (
-            list(b.shape) != s["shape"] or str(b.dtype).removeprefix("torch.") != s["dtype"]
-        ):
-            return False
-    return True
-
-
-def _batch_passes(
-    ref_out: list[list[Any]], cand_out: list[list[Any]], atol: float, rtol: float, strict: bool
-) -> list[dict[str, Any] | None] | None:
-    """The comparison of a whole round at once, with one device-to-host copy instead of several syncs per
-    call (a timed round holds up to 64 calls, under the device lock). Per call: its stats when it clearly
-    passes, else None, and tensors.compare decides that call (it alone writes failure messages; a
-    borderline relative error goes to it too, so the two can never disagree on a verdict). None for the
-    whole round when its outputs are not all same-shaped small floating tensors (tensors.compare then)."""
-    k = len(ref_out)
-    if not k or len(cand_out) != k:
-        return None
-    width = len(ref_out[0])
-    parts = []
-    for i in range(width):
-        rs = [r[i] if len(r) == width else None for r in ref_out]
-        cs = [c[i] if len(c) == width else None for c in cand_out]
-        first = rs[0]
-        if (
-            not isinstance(first, torch.Tensor)
-            or not first.is_floating_point()
-            or not first.numel()
-            or k * first.numel() > tensors.CHUNK
-        ):
-            return None
-        for t in rs + cs:
-            if not isinstance(t, torch.Tensor) or t.shape != first.shape or t.dtype != first.dtype:
-                return None
-        r = torch.stack([t.reshape(-1) for t in rs])
-        c = torch.stack([t.to(r.device).reshape(-1) for t in cs])
-        bad = ((torch.isnan(c) & ~torch.isnan(r)) | (torch.isinf(c) & ~torch.isinf(r))).any(1)
-        close = torch.isclose(c, r, atol=atol, rtol=rtol, equal_nan=True).all(1)
-        rd, cd = r.double(), c.double()
-        both = torch.isfinite(rd) & torch.isfinite(cd)
-        zero = torch.zeros((), dtype=torch.float64, device=rd.device)
-        diff = torch.where(both, cd - rd, zero)
-        rr = torch.where(both, rd, zero)
-        parts.append(
-            torch.stack([bad.double(), close.double(), diff.abs().amax(1), (diff * diff).sum(1), (rr * rr).sum(1)], 1)
-        )
-    table = torch.stack(parts, 1).tolist()  # [call][output][bad, close, worst, err2, ref2]: the one sync
-    out: list[dict[str, Any] | None] = []
-    for rows in table:
-        stats: dict[str, Any] | None = {"max_abs_diff": 0.0, "rel_l2": 0.0, "elementwise": True, "scale": True}
-        for bad_, close_, worst, err2, ref2 in rows:
-            norm = math.sqrt(ref2)
-            rel = math.sqrt(err2) / norm if norm > 0 else (0.0 if worst <= atol else math.inf)
-            if bad_ or not close_ or (strict and not rel <= rtol * (1 - 1e-9)) or not math.isfinite(rel):
-                stats = None
-                break
-            stats["max_abs_diff"] = max(stats["max_abs_diff"], worst)
-            stats["rel_l2"] = max(stats["rel_l2"], rel)
-        out.append(stats)
-    return out
-
-
 class Judge:
-    def __init__(self, spec: dict[str, Any], caller: Any, ref_conn: Any, cand_conn: Any) -> None:
+    def __init__(self, spec: ChildSpec, caller: Any, ref_conn: Any, cand_conn: Any) -> None:
         self.spec, self.caller = spec, caller
-        self.o = spec["options"]
-        self.device = spec["device"]
+        self.options = spec.options
+        self.device = spec.device
         self.backend = make_backend(self.device)
         self.ipc = self.device == "cuda"
         self.pool = torch.cuda.MemPool() if self.ipc else None
         self.ref = Channel(ref_conn, trusted=True)
         self.cand = Channel(cand_conn, trusted=False, ipc=self.ipc)
-        self.v = Verdict(device=self.device)
+        self.verdict = Verdict(device=self.device)
         self.phase = "start"
         self.correct_seeds: list[int] = []
         # CUDA: per runner, the input sets it holds and the output buffers bound to it (judge-owned; the
@@ -305,7 +84,7 @@ class Judge:
         self.ref_specs: list[dict[str, Any]] | None = None
         self.ref_aliases = False
         try:
-            self.module = problem.import_file(spec["reference_path"], "reference")
+            self.module = problem.import_file(spec.reference_path, "reference")
         except Exception as e:
             raise Infra("reference", f"reference failed to load: {type(e).__name__}: {e}") from e
 
@@ -315,7 +94,7 @@ class Judge:
 
     def enter(self, phase: str) -> None:
         self.phase = phase
-        self.tell(type="phase", phase=phase, compiled=self.v.compiled, loaded=self.v.loaded)
+        self.tell(type="phase", phase=phase, compiled=self.verdict.compiled, loaded=self.verdict.loaded)
 
     # -- inputs -------------------------------------------------------------------------------------------
     def make_sets(self, seeds: list[int]) -> list[list[Any]]:
@@ -344,7 +123,7 @@ class Judge:
             # Refilled in place only for one-call rounds (or re-validation): with several calls per round, a
             # candidate that kept the tensors of the sets it held could compute every call of the round in its
             # first one, as soon as all sets are refilled; fresh tensors each round name nothing in advance.
-            if _fits(held, sets) and (len(sets) == 1 or reuse):
+            if outputs.fits(held, sets) and (len(sets) == 1 or reuse):
                 with torch.no_grad():
                     for old, new in zip(held, sets):
                         for a, b in zip(old, new):
@@ -356,7 +135,7 @@ class Judge:
             if reuse and held:
                 raise Infra("infra", "re-validation input sets do not fit the storage the candidate holds")
             torch.cuda.ipc_collect()  # sets a runner has let go of since it got newer ones
-            ctx = torch.cuda.use_mem_pool(self.pool) if not ch.trusted else _nullcontext()
+            ctx = torch.cuda.use_mem_pool(self.pool) if not ch.trusted else contextlib.nullcontext()
             with ctx:
                 held = [[x.clone() if isinstance(x, torch.Tensor) else x for x in s] for s in sets]
             self.held[id(ch)] = held
@@ -369,7 +148,7 @@ class Judge:
         """CUDA: output buffers for every call of a round, shaped as reported (the candidate's only after its
         specs matched the reference's), bound to the runner once. A runner writes its outputs into them at
         the end of "run", before its device sync, so the timed round trip includes producing them."""
-        ctx = torch.cuda.use_mem_pool(self.pool) if not ch.trusted else _nullcontext()
+        ctx = torch.cuda.use_mem_pool(self.pool) if not ch.trusted else contextlib.nullcontext()
         with ctx:
             bufs = [
                 [
@@ -438,7 +217,7 @@ class Judge:
                     if s["kind"] == "tensor" and s["device"] != ("cuda" if self.ipc else "cpu"):
                         raise CandidateFault("output_mismatch", f"output on device {s['device']!r}")
                 if want is not None:
-                    why = _spec_mismatch(specs, want)
+                    why = outputs.spec_mismatch(specs, want)
                     if why:
                         raise CandidateFault("output_mismatch", why)
 
@@ -448,7 +227,7 @@ class Judge:
             ch.evidence = header["evidence"]
             calls = header["calls"]
             bound = self.bound[id(ch)]
-            fits = len(bound) >= k and all(_bound_fits(bound[j], calls[j]) for j in range(k))
+            fits = len(bound) >= k and all(outputs.bound_fits(bound[j], calls[j]) for j in range(k))
             if not fits:
                 self.bind(ch, calls)
                 bound = self.bound[id(ch)]
@@ -539,7 +318,7 @@ class Judge:
                 times[id(self.cand)] = time.perf_counter() - t0
         ref_out, ref_in = self.collect(self.ref, k, with_inputs)
         if self.ref_specs is None:
-            self.ref_specs = _specs(ref_out[0])
+            self.ref_specs = outputs.specs(ref_out[0])
             self.ref_aliases = bool(self.ref.evidence.get("aliases"))
         try:
             cand_out, cand_in = self.collect(self.cand, k, with_inputs)
@@ -547,13 +326,15 @@ class Judge:
             raise Infra("infra", f"out of device memory holding the candidate's outputs: {e}") from e
         self.absorb(self.cand.evidence)
         records = []
-        quick = _batch_passes(ref_out, cand_out, self.o["atol"], self.o["rtol"], self.o["correctness"] == "strict")
+        quick = outputs.batch_passes(
+            ref_out, cand_out, self.options.atol, self.options.rtol, self.options.correctness == "strict"
+        )
         for j in range(k):
             if quick is not None and quick[j] is not None:
                 records.append({"seed_index": j, "passed": True, "message": "", **quick[j]})
                 continue
             ok, message, stats = tensors.compare(
-                ref_out[j], cand_out[j], self.o["atol"], self.o["rtol"], self.o["correctness"]
+                ref_out[j], cand_out[j], self.options.atol, self.options.rtol, self.options.correctness
             )
             records.append({"seed_index": j, "passed": ok, "message": message, **stats})
             if not ok:
@@ -587,14 +368,14 @@ class Judge:
         self._first(self.cand, ("importing",))
         header, _ = self.cand.reply("loaded")
         self.committed = header["state"] or []  # CPU model: state digests, fixed before any input existed
-        self.v.loaded = self.v.compiled = True
-        self.v.phase_s["import_and_init"] = header["load_s"]
-        self.v.phase_s["wait_for_load"] = time.perf_counter() - t0
-        self.v.details["kernels"] = header["kernels"]
-        self.v.details["launch_hook"] = header["launch_hook"]
+        self.verdict.loaded = self.verdict.compiled = True
+        self.verdict.phase_s["import_and_init"] = header["load_s"]
+        self.verdict.phase_s["wait_for_load"] = time.perf_counter() - t0
+        self.verdict.details["kernels"] = header["kernels"]
+        self.verdict.details["launch_hook"] = header["launch_hook"]
         if header["aliased"]:
-            self.v.details["model_new"] = f"aliased to {self.spec['entry_point']} (require_triton is off)"
-        self.v.check("load", True, "imported and constructed")
+            self.verdict.details["model_new"] = f"aliased to {self.spec.entry_point} (require_triton is off)"
+        self.verdict.check("load", True, "imported and constructed")
 
     def _first(self, ch: Channel, expect: tuple[str, ...]) -> tuple[dict[str, Any], bytes]:
         """A message sent before any candidate code ran: a reported reference failure is believed."""
@@ -613,7 +394,7 @@ class Judge:
     def correctness(self) -> bool:
         self.enter("correctness")
         t0 = time.perf_counter()
-        n = self.o["num_correct_trials"]
+        n = self.options.num_correct_trials
         trials = []
         for i in range(n):
             seed = fresh_seed()
@@ -631,16 +412,18 @@ class Judge:
                 }
             )
             if r["mutated"]:
-                self.v.hack("input_mutation", "input_mutation", f"forward changed its inputs (correctness trial {i})")
+                self.verdict.hack(
+                    "input_mutation", "input_mutation", f"forward changed its inputs (correctness trial {i})"
+                )
             if not rec["passed"]:
-                self.v.details["trials"] = trials
-                self.v.fail("output_mismatch", f"correctness trial {i}: {rec['message']}")
+                self.verdict.details["trials"] = trials
+                self.verdict.fail("output_mismatch", f"correctness trial {i}: {rec['message']}")
                 self._correctness_checks(trials, n, rec)
                 return False
-        self.v.details["trials"] = trials
-        self.v.phase_s["correctness"] = time.perf_counter() - t0
+        self.verdict.details["trials"] = trials
+        self.verdict.phase_s["correctness"] = time.perf_counter() - t0
         self._correctness_checks(trials, n, None)
-        self.v.correct = True
+        self.verdict.correct = True
         return True
 
     def _correctness_checks(self, trials: list[dict[str, Any]], n: int, failed: dict[str, Any] | None) -> None:
@@ -649,17 +432,17 @@ class Judge:
         rel = max((t["rel_l2"] for t in trials), default=0.0)
         elementwise = failed is None or failed.get("elementwise", True)
         scale = failed is None or failed.get("scale", True)
-        atol, rtol = self.o["atol"], self.o["rtol"]
-        self.v.check(
+        atol, rtol = self.options.atol, self.options.rtol
+        self.verdict.check(
             "correctness",
             failed is None and passed == n,
-            f"{passed}/{n} trials with fresh secret seeds ({self.o['correctness']} mode)",
+            f"{passed}/{n} trials with fresh secret seeds ({self.options.correctness} mode)",
         )
-        self.v.check(
+        self.verdict.check(
             "correctness_elementwise", elementwise, f"allclose(atol={atol:g}, rtol={rtol:g}); max abs diff {worst:.3g}"
         )
-        if self.o["correctness"] == "strict":
-            self.v.check("correctness_scale", scale, f"relative L2 error <= {rtol:g}; worst {rel:.3g}")
+        if self.options.correctness == "strict":
+            self.verdict.check("correctness_scale", scale, f"relative L2 error <= {rtol:g}; worst {rel:.3g}")
 
     def absorb(self, evidence: dict[str, Any]) -> None:
         """In-process evidence of the candidate: it can only add hacks. The judge knows how many calls it
@@ -681,7 +464,7 @@ class Judge:
                 "processes started by the candidate outlived its forward",
             ),
         ]
-        if self.spec["require_triton"]:
+        if self.spec.require_triton:
             found.append(
                 (
                     "decoy_kernel",
@@ -699,7 +482,7 @@ class Judge:
                     "candidate kernels launched off the harness stream",
                 )
             )
-        if self.spec["require_triton"] and not evidence["decoy_calls"] and evidence["launches"] < self.cand.calls:
+        if self.spec.require_triton and not evidence["decoy_calls"] and evidence["launches"] < self.cand.calls:
             found.append(
                 (
                     "harness_tampering",
@@ -709,17 +492,17 @@ class Judge:
                 )
             )
         for hack, check, items, what in found:
-            if items and not self.v.failed(check):
-                self.v.hack(hack, check, f"{what}: {', '.join(items[:5])}")
+            if items and not self.verdict.failed(check):
+                self.verdict.hack(hack, check, f"{what}: {', '.join(items[:5])}")
 
     def evidence_checks(self) -> None:
         for check in ("output_aliasing", "harness_integrity", "side_processes", "triton_launches", "launch_streams"):
-            if check == "triton_launches" and not self.spec["require_triton"]:
+            if check == "triton_launches" and not self.spec.require_triton:
                 continue
             if check == "launch_streams" and self.device == "cpu":
                 continue
-            if not self.v.failed(check):
-                self.v.check(check, True)
+            if not self.verdict.failed(check):
+                self.verdict.check(check, True)
 
     def timing(self) -> None:
         self.enter("timing")
@@ -729,7 +512,7 @@ class Judge:
         for i in range(EMPTY_ROUND_TRIPS):
             for ch in (self.ref, self.cand) if i % 2 == 0 else (self.cand, self.ref):
                 empties[id(ch)].append(self.run(ch, 0))
-        warm = max(1, self.o_num("num_warmup"))
+        warm = max(1, self.spec.num_warmup)
         ref_calls = []
         for i in range(warm):
             r = self.checked(self.round([fresh_seed()], f"warm-up call {i}", cand_first=i % 2 == 1))
@@ -740,7 +523,7 @@ class Judge:
                 if len(self.bound[id(ch)]) < k:
                     self.bind(ch, [self.ref_specs] * k)
         cand_s, ref_s = [], []
-        for i in range(self.o_num("num_perf_trials")):
+        for i in range(self.spec.num_perf_trials):
             r = self.checked(self.round([fresh_seed() for _ in range(k)], f"timed round {i}", cand_first=i % 2 == 1))
             cand_s.append(r["cand_s"])
             ref_s.append(r["ref_s"])
@@ -751,10 +534,10 @@ class Judge:
         cand = [max(t - empty, 0.0) / k for t in cand_s]
         ref = [max(t - empty, 0.0) / k for t in ref_s]
         floor = 1e-7  # below the resolution of a round trip: clamp, so no ratio divides by zero
-        self.v.cand_ms = max(statistics.median(cand), floor) * 1e3
-        self.v.ref_ms = max(statistics.median(ref), floor) * 1e3
-        self.v.phase_s["timing"] = time.perf_counter() - t0
-        self.v.details.update(
+        self.verdict.cand_ms = max(statistics.median(cand), floor) * 1e3
+        self.verdict.ref_ms = max(statistics.median(ref), floor) * 1e3
+        self.verdict.phase_s["timing"] = time.perf_counter() - t0
+        self.verdict.details.update(
             {
                 "perf_trials": len(cand),
                 "warmup": warm,
@@ -763,18 +546,15 @@ class Judge:
                 "empty_round_trip_candidate_ms": round(empty_cand * 1e3, 4),
             }
         )
-        self.v.check(
+        self.verdict.check(
             "timing",
             True,
             (
                 f"median of {len(cand)} interleaved rounds of {k} call(s) after {warm} warm-up(s), timed as round "
                 f"trips on the judge's clock less the median empty round trip ({empty * 1e3:.3g} ms): candidate "
-                f"{self.v.cand_ms:.4g} ms, reference {self.v.ref_ms:.4g} ms per call"
+                f"{self.verdict.cand_ms:.4g} ms, reference {self.verdict.ref_ms:.4g} ms per call"
             ),
         )
-
-    def o_num(self, key: str) -> int:
-        return int(self.spec[key])
 
     def calls_per_round(self, ref_per_call_s: float) -> int:
         """k: enough calls that a round trip holds ROUND_TARGET_S of reference work, capped by memory."""
@@ -795,7 +575,7 @@ class Judge:
                 "output_mismatch", f"{r['label']}: {bad[0]['message']}", hack=("result_caching", "every_call_checked")
             )
         if r["mutated"]:
-            self.v.hack("input_mutation", "input_mutation", f"forward changed its inputs ({r['label']})")
+            self.verdict.hack("input_mutation", "input_mutation", f"forward changed its inputs ({r['label']})")
         return r
 
     def revalidate(self) -> None:
@@ -810,9 +590,9 @@ class Judge:
                 [fresh_seed()], "re-validation same_storage_new_values", with_inputs=True, reuse=True, timed=False
             )
         )
-        self.v.phase_s["revalidation"] = time.perf_counter() - t0
-        if not self.v.failed("every_call_checked"):
-            self.v.check(
+        self.verdict.phase_s["revalidation"] = time.perf_counter() - t0
+        if not self.verdict.failed("every_call_checked"):
+            self.verdict.check(
                 "every_call_checked",
                 True,
                 "every call's output compared, timed ones included; "
@@ -829,7 +609,7 @@ class Judge:
         self.replay.order("reference", fresh_seed())  # counted before any of the candidate's bytes reach it
         self.stage(self.cand, self.make_sets([fresh_seed()]))
         self.cand.order("trace")
-        trace, payload = self.cand.reply("trace", min(self.o["memory_limit_mb"], TRACE_PAYLOAD_MB) << 20)
+        trace, payload = self.cand.reply("trace", min(self.options.memory_limit_mb, TRACE_PAYLOAD_MB) << 20)
         trace = {k: v for k, v in trace.items() if k not in ("type", "payload")}
         self.replay.order("replay", trace, bytes(payload), self.committed)
         try:
@@ -839,24 +619,24 @@ class Judge:
         if m["verdict"] == "infra":
             raise Infra("reference", f"cpu model: {m['message']}")
         if m["verdict"] != "match":
-            self.v.check("cpu_model_replay", False, m["message"])
+            self.verdict.check("cpu_model_replay", False, m["message"])
             raise CandidateFault("output_mismatch", f"cpu model: {m['message']}")
-        self.v.cand_ms, self.v.ref_ms = max(m["cand_s"] * 1e3, 1e-7), max(m["ref_s"] * 1e3, 1e-7)
-        self.v.timing_source = "cpu_model"
-        self.v.phase_s["timing"] = time.perf_counter() - t0
-        self.v.details["cpu_model"] = {
-            "gpu_profile": self.o["gpu_profile"],
+        self.verdict.cand_ms, self.verdict.ref_ms = max(m["cand_s"] * 1e3, 1e-7), max(m["ref_s"] * 1e3, 1e-7)
+        self.verdict.timing_source = "cpu_model"
+        self.verdict.phase_s["timing"] = time.perf_counter() - t0
+        self.verdict.details["cpu_model"] = {
+            "gpu_profile": self.options.gpu_profile,
             "candidate": m["cand"],
             "reference": m["ref"],
             "launches": m["launches"],
         }
-        self.v.check(
+        self.verdict.check(
             "cpu_model_replay",
             True,
             (
                 f"{int(m['cand'].get('launches', 0))} candidate launches replayed on unseen inputs and equal to the "
-                f"reference; modelled on {self.o['gpu_profile']}: candidate {self.v.cand_ms:.4g} ms, "
-                f"reference {self.v.ref_ms:.4g} ms"
+                f"reference; modelled on {self.options.gpu_profile}: candidate {self.verdict.cand_ms:.4g} ms, "
+                f"reference {self.verdict.ref_ms:.4g} ms"
             ),
         )
 
@@ -872,22 +652,22 @@ class Judge:
         r = self.checked(self.round([fresh_seed() for _ in range(n)], "coverage pass", timed=False, coverage=True))
         h, pass_s = r["coverage"], r["cand_s"]
         fraction, kernel_ms = h["fraction"], h["kernel_ms_per_call"]
-        self.v.phase_s["coverage"] = time.perf_counter() - t0
-        self.v.details["coverage_source"] = h["source"]
-        self.v.details.update({k: round(v, 6) for k, v in h["detail"].items()})
+        self.verdict.phase_s["coverage"] = time.perf_counter() - t0
+        self.verdict.details["coverage_source"] = h["source"]
+        self.verdict.details.update({k: round(v, 6) for k, v in h["detail"].items()})
         if h["collisions"]:
-            self.v.details["coverage_name_collisions"] = h["collisions"]
+            self.verdict.details["coverage_name_collisions"] = h["collisions"]
         coverage = fraction
-        if self.v.timing_source == "cpu_model":  # the modelled Triton share of device time, not interpreter time
-            self.v.details["coverage_in_process"] = fraction
-            self.v.details["coverage_source"] = "cpu_model: modelled Triton share of device time"
-            coverage = self.v.details["cpu_model"]["candidate"].get("triton_share", 0.0)
+        if self.verdict.timing_source == "cpu_model":  # the modelled Triton share of device time, not interpreter time
+            self.verdict.details["coverage_in_process"] = fraction
+            self.verdict.details["coverage_source"] = "cpu_model: modelled Triton share of device time"
+            coverage = self.verdict.details["cpu_model"]["candidate"].get("triton_share", 0.0)
         elif self.device == "cpu" and fraction is not None:
             trusted = min(1.0, (kernel_ms or 0.0) * n / max(pass_s * 1e3, 1e-9))
-            self.v.details["coverage_pass_ms_judge"] = round(pass_s * 1e3, 6)
+            self.verdict.details["coverage_pass_ms_judge"] = round(pass_s * 1e3, 6)
             if trusted < fraction:
                 coverage = trusted
-            self.v.check(
+            self.verdict.check(
                 "coverage_crosscheck",
                 True,
                 (
@@ -895,26 +675,26 @@ class Judge:
                     f"coverage at most {trusted:.4g}"
                 ),
             )
-        if self.device != "cpu" and self.v.cand_ms is not None and kernel_ms is not None:
-            self.v.details["coverage_kernel_ms_per_call"] = round(kernel_ms, 6)
-            if kernel_ms > 1.5 * self.v.cand_ms + 0.05:
+        if self.device != "cpu" and self.verdict.cand_ms is not None and kernel_ms is not None:
+            self.verdict.details["coverage_kernel_ms_per_call"] = round(kernel_ms, 6)
+            if kernel_ms > 1.5 * self.verdict.cand_ms + 0.05:
                 coverage = 0.0
-                self.v.check(
+                self.verdict.check(
                     "coverage_crosscheck",
                     False,
                     (
                         f"the candidate's process claims {kernel_ms:.4g} ms of its kernels per call, the judge timed "
-                        f"{self.v.cand_ms:.4g} ms per call: coverage not believed"
+                        f"{self.verdict.cand_ms:.4g} ms per call: coverage not believed"
                     ),
                 )
             else:
-                self.v.check("coverage_crosscheck", True, "claimed kernel time fits in the judge's timing")
-        self.v.coverage = coverage
-        self.v.check(
+                self.verdict.check("coverage_crosscheck", True, "claimed kernel time fits in the judge's timing")
+        self.verdict.coverage = coverage
+        self.verdict.check(
             "coverage",
             True,
             f"{coverage if coverage is None else round(coverage, 4)} of the time in the "
-            f"candidate's own Triton kernels ({self.v.details['coverage_source']}, {n} fresh checked calls)",
+            f"candidate's own Triton kernels ({self.verdict.details['coverage_source']}, {n} fresh checked calls)",
         )
 
     def measure_input_bytes(self) -> int:
@@ -934,17 +714,16 @@ class Judge:
             self.tell(type="want_memory", bytes=MEMORY_PER_INPUT_BYTE * self.input_bytes + MEMORY_FIXED)
             if json.loads(self.caller.recv_bytes(1024)).get("type") != "granted":
                 return
-        if not self.correctness() or self.v.hacks:
+        if not self.correctness() or self.verdict.hacks:
             return
-        o = self.o
-        needs_device = o["measure_performance"] or (o["measure_coverage"] and self.device != "cpu")
+        needs_device = self.options.measure_performance or (self.options.measure_coverage and self.device != "cpu")
         self.tell(type="want_timing", needs_device=needs_device)
         go = json.loads(self.caller.recv_bytes(1024))
         if go.get("type") != "go":
             return
-        if o["measure_performance"]:
+        if self.options.measure_performance:
             self.model_cpu() if getattr(self, "replay", None) is not None else self.timing()
-        if o["measure_coverage"]:
+        if self.options.measure_coverage:
             self.coverage()
         if needs_device:
             self.tell(type="timing_done")  # re-validation compares only: the device lock can go
@@ -957,49 +736,41 @@ class Judge:
                 ch.conn.send(("exit",))
             except (OSError, EOFError):
                 pass
-        self.tell(type="done", verdict=self.v.as_json())
+        self.tell(type="done", verdict=self.verdict.as_json())
 
 
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def main(spec: dict[str, Any], caller: Any, ref_conn: Any, cand_conn: Any, replay_conn: Any = None) -> None:
+def main(spec: ChildSpec, caller: Any, ref_conn: Any, cand_conn: Any, replay_conn: Any = None) -> None:
     """Entry point of the judge (a fork of the warm fork-server; it never runs candidate code)."""
     judge: Judge | None = None
     try:
         isolate(
-            spec["workdir"],
-            on_accelerator=spec["device"] != "cpu",
+            spec.workdir,
+            on_accelerator=spec.device != "cpu",
             memory_limit_mb=None,
             env={
-                **env_for(spec["device"]),
-                **({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"} if spec["device"] == "cuda" else {}),
+                **env_for(spec.device),
+                **({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"} if spec.device == "cuda" else {}),
             },
         )
-        capture_output(spec["workdir"])
+        capture_output(spec.workdir)
         judge = Judge(spec, caller, ref_conn, cand_conn)
         judge.replay = None if replay_conn is None else Channel(replay_conn, trusted=False)
         try:
             judge.evaluate()
         except CandidateFault as f:
-            judge.v.fail(f.kind, f.message)
+            judge.verdict.fail(f.kind, f.message)
             if f.detail:
-                judge.v.details["traceback"] = f.detail
+                judge.verdict.details["traceback"] = f.detail
             if f.hack:
-                judge.v.hack(f.hack[0], f.hack[1], f.message, first=True)
+                judge.verdict.hack(f.hack[0], f.hack[1], f.message, first=True)
             if f.kind in NOT_COMPILED:
-                judge.v.compiled = False
+                judge.verdict.compiled = False
             elif f.kind in ("init", "runtime", "output_mismatch"):
-                judge.v.compiled = True
+                judge.verdict.compiled = True
         judge.finish()
     except CandidateGone:
         assert judge is not None
-        judge.tell(type="candidate_gone", phase=judge.phase, verdict=judge.v.as_json())
+        judge.tell(type="candidate_gone", phase=judge.phase, verdict=judge.verdict.as_json())
     except Infra as e:
         _send(caller, {"type": "infra", "kind": e.kind, "message": e.message})
     except Exception as e:

@@ -13,25 +13,24 @@ from __future__ import annotations
 from typing import Any
 
 from drkernel.verify import problem, protocol
+from drkernel.verify.child_spec import ChildSpec
 from drkernel.verify.devices import env_for, make_backend
 from drkernel.verify.runner import Observer, Runner, short
 from drkernel.verify.sandbox import capture_output, isolate
 
 
-def main(spec: dict[str, Any], conn: Any) -> None:
+def main(spec: ChildSpec, conn: Any) -> None:
     """Entry point of the reference runner (a fork of the warm fork-server)."""
     try:
-        isolate(
-            spec["workdir"], on_accelerator=spec["device"] != "cpu", memory_limit_mb=None, env=env_for(spec["device"])
-        )
-        capture_output(spec["workdir"])
-        backend = make_backend(spec["device"])
-        observer = Observer(spec["reference_path"], backend, require_triton=False, kernel_names=[], watch_process=False)
+        isolate(spec.workdir, on_accelerator=spec.device != "cpu", memory_limit_mb=None, env=env_for(spec.device))
+        capture_output(spec.workdir)
+        backend = make_backend(spec.device)
+        observer = Observer(spec.reference_path, backend, require_triton=False, kernel_names=[], watch_process=False)
         observer.install()
-        module = problem.import_file(spec["reference_path"], "reference")
+        module = problem.import_file(spec.reference_path, "reference")
         observer.recorder.note_module(module)
         args, kwargs = problem.init_inputs(module, backend)
-        model = problem.build_model(getattr(module, spec["entry_point"]), args, kwargs, backend)
+        model = problem.build_model(getattr(module, spec.entry_point), args, kwargs, backend)
     except Exception as e:
         protocol.send(conn, {"type": "reference_failed", "message": f"reference failed to load: {short(e)}"})
         return

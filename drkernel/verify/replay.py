@@ -25,10 +25,12 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_flatten
 
+from drkernel.config.verifier import VerifyOptions
 from drkernel.perfmodel import LaunchCount, ModelledTime, get_profile, model_time
 from drkernel.perfmodel.aten_count import AtenCounter
 from drkernel.perfmodel.triton_count import OutsideBuffers, Race, TritonCounter, Unsupported
 from drkernel.verify import gpu_dot, problem, protocol, tensors
+from drkernel.verify.child_spec import ChildSpec
 from drkernel.verify.gate import check_source
 
 MAX_PROGRAMS = 1 << 20  # programs of one replayed launch
@@ -393,10 +395,10 @@ def model_candidate(
     inputs: list[Any],
     ref_out: list[Any],
     ref_counts: list[LaunchCount],
-    options: dict[str, Any],
+    options: VerifyOptions,
 ) -> dict[str, Any]:
     """The whole trusted judgement of one trace: replay, compare, price. Returns the "modelled" message."""
-    profile = get_profile(options["gpu_profile"])
+    profile = get_profile(options.gpu_profile)
     ref_time = model_time(ref_counts, profile)
     base = {
         "type": "modelled",
@@ -415,7 +417,7 @@ def model_candidate(
             out = replay.run()
     except ReplayFailed as err:
         return {**base, "verdict": "mismatch", "message": str(err)}
-    ok, message, _ = tensors.compare(ref_out, out, options["atol"], options["rtol"], options["correctness"])
+    ok, message, _ = tensors.compare(ref_out, out, options.atol, options.rtol, options.correctness)
     if not ok:
         return {
             **base,
@@ -445,7 +447,7 @@ def _summary(t: ModelledTime) -> dict[str, float]:
     return {k: float(v) for k, v in t.as_json().items()} | ({} if share is None else {"triton_share": share})
 
 
-def main(spec: dict[str, Any], conn: Any) -> None:
+def main(spec: ChildSpec, conn: Any) -> None:
     """Entry point of the replay child (a fork of the warm fork-server): the reference on the judge's first
     order (its seed), then the candidate's trace on the second. A failure before the trace arrives is the
     reference's (infra); any after it, the candidate's."""
@@ -453,13 +455,13 @@ def main(spec: dict[str, Any], conn: Any) -> None:
     from drkernel.verify.sandbox import capture_output, isolate
 
     try:
-        isolate(spec["workdir"], on_accelerator=False, memory_limit_mb=spec["memory_limit_mb"], env=env_for("cpu"))
-        capture_output(spec["workdir"])
+        isolate(spec.workdir, on_accelerator=False, memory_limit_mb=spec.memory_limit_mb, env=env_for("cpu"))
+        capture_output(spec.workdir)
         backend = make_backend("cpu")
-        module = problem.import_file(spec["reference_path"], "reference")
+        module = problem.import_file(spec.reference_path, "reference")
         args, kwargs = problem.init_inputs(module, backend)
-        model = problem.build_model(getattr(module, spec["entry_point"]), args, kwargs, backend)
-        with open(spec["candidate_path"]) as f:
+        model = problem.build_model(getattr(module, spec.entry_point), args, kwargs, backend)
+        with open(spec.candidate_path) as f:
             source = f.read()
         _, seed = conn.recv()  # ("reference", seed): before the trace, so nothing of the candidate's is here yet
         inputs = problem.make_inputs(module, seed, backend)
@@ -485,7 +487,7 @@ def main(spec: dict[str, Any], conn: Any) -> None:
     try:  # from here on every failure is the trace's: its payload, its kernels, its memory
         _, trace, payload, committed = conn.recv()
         reply = model_candidate(
-            trace, payload, committed, source, spec["workdir"], inputs, ref_out, ref_counts, spec["options"]
+            trace, payload, committed, source, spec.workdir, inputs, ref_out, ref_counts, spec.options
         )
     except Exception as e:  # a replay that breaks the trusted side's code is still the candidate's trace
         reply = {
@@ -547,7 +549,7 @@ def trace_locally(
 
 
 def model_locally(
-    reference_source: str, candidate_source: str, workdir: str, options: dict[str, Any], **kwargs: Any
+    reference_source: str, candidate_source: str, workdir: str, options: VerifyOptions, **kwargs: Any
 ) -> dict[str, Any]:
     """trace_locally, then the trusted judgement of model_candidate."""
     return model_candidate(**trace_locally(reference_source, candidate_source, workdir, **kwargs), options=options)

@@ -102,3 +102,12 @@ class VerifyResult(BaseModel):
             details=details or {},
             elapsed_s=elapsed_s,
         )
+
+
+class Infra(Exception):
+    """No verdict possible (the reference, the judge, the fork-server or the harness failed): raised where that is
+    found, turned into VerifyResult.infra where the verdict is made."""
+
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind, self.message = kind, message

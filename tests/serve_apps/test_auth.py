@@ -1,7 +1,7 @@
 """The shared bearer-token check (serve_apps/auth.py) and the reference pre-checks: pure functions, no Ray."""
 
+from drkernel.verify.reference_source import one_line, reference_problem
 from serve_apps.auth import client_of, tokens_from_env
-from serve_apps.reference_check import one_line, reference_problem
 
 
 def test_tokens_are_compared_as_bytes_and_name_the_client(monkeypatch):

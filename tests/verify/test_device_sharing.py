@@ -11,7 +11,8 @@ import torch
 
 from drkernel.verify import protocol
 from drkernel.verify.engine import _Admission, _candidate_out_of_memory, _DeviceMemory, _out_of_memory
-from drkernel.verify.judge import _bound_fits, _fits
+from drkernel.verify.outputs import bound_fits as _bound_fits
+from drkernel.verify.outputs import fits as _fits
 from drkernel.verify.result import ErrorInfo, VerifyResult
 
 

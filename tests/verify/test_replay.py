@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import drkernel.verify.interpreter_env  # noqa: F401  (before triton)
+from drkernel.config.verifier import VerifyOptions
 from drkernel.verify import protocol
 from drkernel.verify.gate import check_source
 from drkernel.verify.replay import model_candidate, rebuild_source, trace_locally
@@ -18,7 +19,7 @@ from drkernel.verify.replay import model_candidate, rebuild_source, trace_locall
 ROOT = Path(__file__).resolve().parents[2]
 VECTOR_REF = (ROOT / "examples" / "vector_add" / "reference.py").read_text()
 VECTOR_CAND = (ROOT / "examples" / "vector_add" / "candidate.py").read_text()
-OPTS = {"gpu_profile": "h200", "atol": 1e-2, "rtol": 1e-2, "correctness": "strict"}
+OPTS = VerifyOptions(gpu_profile="h200", atol=1e-2, rtol=1e-2, correctness="strict")
 
 HEAD = """
 import torch

@@ -13,8 +13,8 @@ import statistics
 import pytest
 
 from drkernel.verify import Verifier, VerifyOptions
+from drkernel.verify.channel import open_ipc_refcounters as _open_ipc_refcounters
 from drkernel.verify.engine import _remove_ipc_files
-from drkernel.verify.judge import _open_ipc_refcounters
 
 pytestmark = pytest.mark.integration
 
@@ -100,7 +100,7 @@ def test_batched_comparison_never_passes_what_compare_fails():
     import torch
 
     from drkernel.verify import tensors
-    from drkernel.verify.judge import _batch_passes
+    from drkernel.verify.outputs import batch_passes as _batch_passes
 
     torch.manual_seed(0)
     ref = [[torch.randn(4, 33)] for _ in range(6)]
