@@ -29,13 +29,13 @@ import ray
 from ray.exceptions import ObjectLostError, RayActorError
 from ray.serve.exceptions import RayServeException
 
-from actors.run_metrics import WORKER_SERIES, RunGauges
 from drkernel.config.train import RolloutConfig
 from drkernel.config.verifier import VerifyOptions
 from drkernel.rl.rewards import RewardConfig
 from drkernel.rollout.group import FinishedGroup, PromptGroup
 from drkernel.rollout.types import GenerateOutput, SamplingParams, Trajectory
 from drkernel.verify.result import VerifyResult
+from serve_apps.run_metrics import WORKER_SERIES, RunGauges
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,6 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
-from actors.run_metrics import TRAINER_KEYS, TRAINER_SERIES, RunGauges, run_name
 from actors.weight_sync import ReplicaSet, ServeReplicas, WeightPublisher, weight_store
 from drkernel.config.train import TrainConfig
 from drkernel.model.weights import state_checksum
@@ -49,6 +48,7 @@ from drkernel.train import checkpoint as ckpt
 from drkernel.train.backend import TrainBackend, choose_backend
 from drkernel.train.batch_report import batch_report
 from drkernel.verify.devices import probe_availability
+from serve_apps.run_metrics import TRAINER_KEYS, TRAINER_SERIES, RunGauges, run_name
 
 FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)
 PREFIX = "policy."  # ResponseScorer holds the HF model as `policy`

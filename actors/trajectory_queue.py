@@ -19,10 +19,10 @@ from typing import Any
 
 import ray
 
-from actors.run_metrics import QUEUE_SERIES, RunGauges
 from drkernel.config.train import QueueConfig
 from drkernel.rl.staleness import Admission, ReleaseReason, StalenessController
 from drkernel.rollout.group import FinishedGroup
+from serve_apps.run_metrics import QUEUE_SERIES, RunGauges
 
 
 @ray.remote(num_cpus=0)

@@ -4,7 +4,8 @@ rank 0 pulls it and the driver never holds a trajectory).
 
     python benchmarks/driver_footprint.py --tree before=/tmp/before20 --tree after=. [--steps 4] [--rounds 2]
 
-Each run is `python -m pipelines.train` of tests/e2e's tiny recipe (a 64-wide Qwen3 warm-started on two
+Each run is `python -m pipelines.train` of the tiny recipe (drkernel/config/tiny_recipe.py: a 64-wide Qwen3
+warm-started on two
 shipped tasks, real Serve policy and verifier, Triton-interpreter verification) in that checkout, in its own
 local Ray. The driver process's resident memory is sampled every 0.2 s (the driver only, not its actors);
 step times are the job's own `time/step_s` in metrics.jsonl. Trees alternate, `--rounds` times each, so a
@@ -26,21 +27,19 @@ from pathlib import Path
 import psutil
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "e2e"))
 sys.path.insert(0, str(REPO))
 
-from conftest import TASKS, recipe_overrides  # noqa: E402
-
 from drkernel.config.base import load_config  # noqa: E402
+from drkernel.config.tiny_recipe import TINY_TASKS, tiny_recipe_overrides  # noqa: E402
 from drkernel.config.train import TrainConfig  # noqa: E402
 from drkernel.tasks import library_path  # noqa: E402
 
 
 def recipe(root: Path) -> list[str]:
     """The tiny recipe with its SFT checkpoint (trained once, reused by every run)."""
-    overrides = recipe_overrides(root)
+    overrides = tiny_recipe_overrides(root)
     if not (root / "sft" / "config.json").is_file():
-        for name in TASKS:
+        for name in TINY_TASKS:
             shutil.copytree(library_path() / name, root / "tasks" / name, dirs_exist_ok=True)
         from drkernel.sft.stage import run_sft_stage
 

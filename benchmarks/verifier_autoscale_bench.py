@@ -13,28 +13,58 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import ray
+from ray import serve
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "serve_apps"))
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("TRITON_INTERPRET", "1")
+CANDIDATES = REPO / "tests" / "serve_apps" / "data"  # kernels read as data: a reference, an honest and a wrong add
+
+
+@ray.remote(num_cpus=0)
+def _caller(app_name: str, first: int, count: int, codes: dict[str, str], options: dict) -> list[tuple[int, bool]]:
+    """One rollout-worker-like caller: `count` concurrent evaluations through the deployment handle; odd
+    numbers send the wrong kernel, so each answer can be matched to its request."""
+    import asyncio
+
+    from serve_apps.verifier import verifier_handle
+
+    handle = verifier_handle(app_name)
+
+    async def one(i: int) -> tuple[int, bool]:
+        kernel = codes["wrong_add" if i % 2 else "honest_add"] + f"\n# evaluation {i}\n"
+        result = await handle.verify.remote(codes["reference_add"], kernel, options)
+        return i, bool(result.correct)
+
+    async def all_of_them() -> list[tuple[int, bool]]:
+        return list(await asyncio.gather(*(one(i) for i in range(first, first + count))))
+
+    return asyncio.run(all_of_them())
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _replicas(app_name: str) -> int:
+    """Running replicas of the app's Verifier deployment."""
+    app = serve.status().applications.get(app_name)
+    return 0 if app is None else app.deployments["Verifier"].replica_states.get("RUNNING", 0)
 
 
 def main() -> None:
-    import ray
-    from ray import serve
-
     from actors.job import TrainJob
     from drkernel.config.base import load_config
     from drkernel.config.train import TrainConfig
-
-    sys.path.insert(0, str(REPO / "tests" / "serve_apps"))
-    from serve_test_support import FAST_OPTIONS, code, free_port
-    from test_verifier_autoscaling import _caller, _replicas
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--burst", type=int, default=18)
@@ -45,9 +75,9 @@ def main() -> None:
         num_cpus=8,
         include_dashboard=False,
         log_to_driver=False,
-        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests" / "serve_apps")])}},
+        runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}},
     )
-    serve.start(http_options={"host": "127.0.0.1", "port": free_port()})
+    serve.start(http_options={"host": "127.0.0.1", "port": _free_port()})
     name = "bench-autoscale-verifier"
     cfg = load_config(
         TrainConfig,
@@ -70,8 +100,8 @@ def main() -> None:
         job._deploy_verifier()
         while _replicas(name) != 1:
             time.sleep(0.2)
-        options = {**FAST_OPTIONS, "num_correct_trials": 1, "measure_performance": False, "measure_coverage": False}
-        codes = {n: code(n) for n in ("reference_add", "honest_add", "wrong_add")}
+        options = {"num_correct_trials": 1, "timeout_s": 60, "measure_performance": False, "measure_coverage": False}
+        codes = {n: (CANDIDATES / f"{n}.py").read_text() for n in ("reference_add", "honest_add", "wrong_add")}
         per = a.burst // 3
         t0 = time.monotonic()
         calls = [_caller.remote(name, c * per, per, codes, options) for c in range(3)]

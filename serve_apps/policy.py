@@ -28,13 +28,13 @@ from ray import serve
 from ray.serve import Application
 from ray.serve.handle import DeploymentHandle
 
-from actors.run_metrics import POLICY_SERIES, RunGauges
 from drkernel.config.train import PolicyConfig
 from drkernel.model.weights import WeightsManifest
 from drkernel.placement import ray_options, resolve_kind
 from drkernel.rollout.types import GenerateOutput, SamplingParams
 from serve_apps.policy_engine import make_engine
 from serve_apps.policy_weights import catch_up
+from serve_apps.run_metrics import POLICY_SERIES, RunGauges
 
 DEPLOYMENT_NAME = "PolicyReplica"
 CONTROL_SLOTS = 8  # request slots beyond two batches, so load_weights/version/stats never queue behind generation

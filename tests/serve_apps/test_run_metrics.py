@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from actors.run_metrics import POLICY_SERIES, QUEUE_SERIES, TRAINER_SERIES, WORKER_SERIES
+from serve_apps.run_metrics import POLICY_SERIES, QUEUE_SERIES, TRAINER_SERIES, WORKER_SERIES
 
 REPO = Path(__file__).resolve().parents[2]
 
