@@ -45,6 +45,7 @@ from drkernel.data.stream import (
     rows_as_json,
     span,
     uuid_hashes,
+    window_starts,
 )
 
 _log = logging.getLogger("drkernel.data.stream")
@@ -185,6 +186,7 @@ class PromptStream:
         self._orders: dict[int, np.ndarray] = {}
         self._windows: dict[tuple[int, int], dict[int, bytes]] = {}  # (epoch, window) -> position -> row
         self._pending: dict[tuple[int, int], Future] = {}
+        self._starts: np.ndarray | None = None  # where each window of an epoch starts (drkernel.data.stream)
         self._headed: set[tuple[int, int]] = set()  # windows whose first rows were read in the foreground
         self._background = ThreadPoolExecutor(1, thread_name_prefix="prompt-window")
         self._load()
@@ -350,8 +352,14 @@ class PromptStream:
 
     def _window(self, epoch: int, position: int) -> tuple[int, int, int]:
         """(window number, first, end position) of the window holding `position`."""
-        k = position // self.window_rows
-        return k, k * self.window_rows, min((k + 1) * self.window_rows, self.rows_per_epoch)
+        starts = self._window_starts()
+        k = min(int(np.searchsorted(starts, position, side="right")) - 1, len(starts) - 2)
+        return k, int(starts[k]), int(starts[k + 1])
+
+    def _window_starts(self) -> np.ndarray:
+        if self._starts is None or self._starts[-1] != self.rows_per_epoch:
+            self._starts = window_starts(self.rows_per_epoch, self.window_rows)
+        return self._starts
 
     def _prefetch(self, epoch: int, position: int, read: bool = True) -> None:
         """Read, in the background, the window at the cursor and the one after it (the next epoch's first);
@@ -366,8 +374,7 @@ class PromptStream:
             keep = {(epoch, k), (epoch, k + 1) if end < self.rows_per_epoch else (epoch + 1, 0)}
             keep = {key for key in keep if self.num_epochs is None or key[0] < self.num_epochs}
         for e, w in sorted(keep - set(self._windows) - set(self._pending)) if read else []:
-            first = w * self.window_rows
-            stop = min(first + self.window_rows, self.rows_per_epoch)
+            first, stop = (int(x) for x in self._window_starts()[w : w + 2])
             self._pending[(e, w)] = self._background.submit(self._read, e, first, stop)
         for key in set(self._windows) - keep:
             del self._windows[key]

@@ -201,6 +201,14 @@ def pieces(index: KeyIndex, files: list[PoolFile], picks: np.ndarray, positions:
     return out
 
 
+def window_starts(rows_per_epoch: int, window_rows: int) -> np.ndarray:
+    """Where each window of an epoch starts, then rows_per_epoch: ceil(n / W) windows of nearly equal size,
+    none larger than W. An epoch never ends on a sliver of a window, so the next epoch's first window is
+    read while a whole window is handed out, not while the last few rows are."""
+    count = max(1, -(-rows_per_epoch // window_rows))
+    return np.arange(count + 1, dtype=np.int64) * rows_per_epoch // count
+
+
 def span(
     epoch: int, position: int, count: int, rows_per_epoch: int, num_epochs: int | None
 ) -> tuple[list[tuple[int, int, int]], tuple[int, int]]:
