@@ -3,11 +3,12 @@
 Two Ray Data pipelines, both over the pool's row groups (read from the parquet footers), both spread over the
 cluster's CPUs as ordinary Ray Data tasks:
 
-- the index pass, once at load: every row group is read and every row validated (drkernel.data.schema) and,
+- the index pass, at load: every row group is read and every row validated (drkernel.data.schema) and,
   with a length limit, its prompt tokenized (drkernel.data.lengths caches the counts per file). What comes
   back is the key index (file, row, uuid hash; 20 bytes a row) and the bad rows by file, row and uuid: with
-  any bad row the load fails naming them, unless skip_invalid.
-- window reads, ahead of the cursor: the rows at positions [k*W, (k+1)*W) of an epoch's order, grouped by
+  any bad row the load fails naming them, unless skip_invalid. Each file's verdict is kept by the file's
+  fingerprint (drkernel.data.index_cache): a file seen before is not read again.
+- window reads, ahead of the cursor: the rows of the k-th window of an epoch's order, grouped by
   the row groups that hold them, are read back, validated again and handed over as JSON. The window after
   the cursor's (and the next epoch's first window and order) is prepared in a background thread while the
   current one is handed out; a cursor that lands outside what is prepared (a resume, a rewind) first reads a
