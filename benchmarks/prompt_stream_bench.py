@@ -8,6 +8,7 @@ is read from /proc (VmHWM) after every phase.
 
     python benchmarks/prompt_stream_bench.py --make 72000 1000000          # write the pools (minutes)
     python benchmarks/prompt_stream_bench.py --rows 72000 1000000          # measure them
+    python benchmarks/prompt_stream_bench.py --cpu 1000000                 # CPU seconds of the index pass
     python benchmarks/prompt_stream_bench.py --make 5000 --rows 5000       # a smoke run
 """
 
@@ -66,6 +67,11 @@ def _window_ready(source) -> None:
     import ray
 
     ray.get(source.__ray_call__.remote(lambda self: [f.result() for f in list(self._stream._pending.values())]))
+
+
+class _Empty:
+    def ping(self) -> None:
+        """Nothing: the actor's start is what is timed."""
 
 
 def _time_window_read(actor) -> float:
@@ -142,8 +148,14 @@ def measure(path: Path, steady: int, window_rows: int, cache_dir: Path) -> dict[
     out["actor_peak_rss_mb"], out["actor_rss_end_mb"] = peak_rss_mb(pid)
     ray.kill(source)
 
-    # A second job on the same pool (or a restarted prompt actor): the verdicts come from the cache.
+    # A second job on the same pool (or a restarted prompt actor): the verdicts come from the cache. Beside it,
+    # what starting an actor that does nothing costs at this moment's load.
     out["load_before_warm"] = _load()
+    t = time.perf_counter()
+    empty = ray.remote(num_cpus=0)(_Empty).remote()
+    ray.get(empty.ping.remote())
+    out["empty_actor_start_s"] = time.perf_counter() - t
+    ray.kill(empty)
     t = time.perf_counter()
     source = PromptSource.remote(str(path), 1, None, options)
     ray.get(source.next_group.remote("w", 0))
@@ -151,6 +163,23 @@ def measure(path: Path, steady: int, window_rows: int, cache_dir: Path) -> dict[
     ray.kill(source)
     out["load_end"] = _load()
     return out
+
+
+def cpu_seconds(path: Path, every: int) -> dict[str, float]:
+    """CPU seconds (this process's, which the host's load moves far less than wall time) of the index pass's
+    work on every `every`-th row group, scaled to the whole pool: what the pass costs the cluster's CPUs,
+    Ray Data's own task overhead not included."""
+    from actors.prompt_stream import _index_pieces
+    from drkernel.data.stream import pool_files
+
+    files, _ = pool_files(path)
+    groups = [(i, g, int(f.starts[g])) for i, f in enumerate(files) for g in range(len(f.starts) - 1)]
+    sample = groups[::every]
+    batch = {k: np.asarray([x[j] for x in sample]) for j, k in enumerate(("file_id", "row_group", "first_row"))}
+    t = time.process_time()
+    rows = len(_index_pieces(batch, [f.path for f in files])["row"])
+    cpu = time.process_time() - t
+    return {"sampled_rows": rows, "cpu_us_per_row": cpu / rows * 1e6, "pool_cpu_s": cpu * len(groups) / len(sample)}
 
 
 def main() -> None:
@@ -161,10 +190,14 @@ def main() -> None:
     parser.add_argument("--steady", type=int, default=2000, help="groups pulled for the steady rate")
     parser.add_argument("--window-rows", type=int, default=16384)
     parser.add_argument("--num-cpus", type=int, default=os.cpu_count())
+    parser.add_argument("--cpu", type=int, nargs="*", default=[], help="CPU seconds of the index pass of these pools")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/drkernel-prompt-index"), help="verdict cache")
     args = parser.parse_args()
     for rows in args.make:
         make(args.out, rows)
+    for rows in args.cpu:
+        r = cpu_seconds(pool_dir(args.out, rows), 16)
+        print(json.dumps({"rows": rows, "load": _load(), **{k: round(v, 2) for k, v in r.items()}}), flush=True)
     if not args.rows:
         return
     import ray
