@@ -165,21 +165,35 @@ def measure(path: Path, steady: int, window_rows: int, cache_dir: Path) -> dict[
     return out
 
 
-def cpu_seconds(path: Path, every: int) -> dict[str, float]:
+def cpu_seconds(path: Path, every: int, window_rows: int) -> dict[str, float]:
     """CPU seconds (this process's, which the host's load moves far less than wall time) of the index pass's
-    work on every `every`-th row group, scaled to the whole pool: what the pass costs the cluster's CPUs,
-    Ray Data's own task overhead not included."""
-    from actors.prompt_stream import _index_pieces
+    work on every `every`-th row group, scaled to the whole pool: what the pass and one window read cost the
+    cluster's CPUs, Ray Data's own task overhead not included."""
+    from actors.prompt_stream import _index_pieces, _read_pieces
     from drkernel.data.stream import pool_files
 
     files, _ = pool_files(path)
     groups = [(i, g, int(f.starts[g])) for i, f in enumerate(files) for g in range(len(f.starts) - 1)]
     sample = groups[::every]
     batch = {k: np.asarray([x[j] for x in sample]) for j, k in enumerate(("file_id", "row_group", "first_row"))}
+    paths = [f.path for f in files]
     t = time.process_time()
-    rows = len(_index_pieces(batch, [f.path for f in files])["row"])
+    rows = len(_index_pieces(batch, paths)["row"])
     cpu = time.process_time() - t
-    return {"sampled_rows": rows, "cpu_us_per_row": cpu / rows * 1e6, "pool_cpu_s": cpu * len(groups) / len(sample)}
+    # A window read: each row group gives its share of a window's rows (window_rows spread over every group).
+    share = -(-min(window_rows, rows * len(groups) // len(sample)) // len(groups))
+    batch["local"] = np.empty(len(sample), object)
+    batch["local"][:] = [list(range(share))] * len(sample)
+    batch["positions"] = batch["local"]
+    t = time.process_time()
+    _read_pieces(batch, paths)
+    window_cpu = time.process_time() - t
+    return {
+        "sampled_rows": rows,
+        "index_cpu_us_per_row": cpu / rows * 1e6,
+        "index_pass_cpu_s": cpu * len(groups) / len(sample),
+        "window_read_cpu_s": window_cpu * len(groups) / len(sample),
+    }
 
 
 def main() -> None:
@@ -196,7 +210,7 @@ def main() -> None:
     for rows in args.make:
         make(args.out, rows)
     for rows in args.cpu:
-        r = cpu_seconds(pool_dir(args.out, rows), 16)
+        r = cpu_seconds(pool_dir(args.out, rows), 16, args.window_rows)
         print(json.dumps({"rows": rows, "load": _load(), **{k: round(v, 2) for k, v in r.items()}}), flush=True)
     if not args.rows:
         return
