@@ -3,11 +3,12 @@
 Two Ray Data pipelines, both over the pool's row groups (read from the parquet footers), both spread over the
 cluster's CPUs as ordinary Ray Data tasks:
 
-- the index pass, once at load: every row group is read and every row validated (drkernel.data.schema) and,
+- the index pass, at load: every row group is read and every row validated (drkernel.data.schema) and,
   with a length limit, its prompt tokenized (drkernel.data.lengths caches the counts per file). What comes
   back is the key index (file, row, uuid hash; 20 bytes a row) and the bad rows by file, row and uuid: with
-  any bad row the load fails naming them, unless skip_invalid.
-- window reads, ahead of the cursor: the rows at positions [k*W, (k+1)*W) of an epoch's order, grouped by
+  any bad row the load fails naming them, unless skip_invalid. Each file's verdict is kept by the file's
+  fingerprint (drkernel.data.index_cache): a file seen before is not read again.
+- window reads, ahead of the cursor: the rows of the k-th window of an epoch's order, grouped by
   the row groups that hold them, are read back, validated again and handed over as JSON. The window after
   the cursor's (and the next epoch's first window and order) is prepared in a background thread while the
   current one is handed out; a cursor that lands outside what is prepared (a resume, a rewind) first reads a
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 import ray
 
+from drkernel.data.index_cache import FileIndex, IndexCache, fingerprint
 from drkernel.data.lengths import PromptLengths, count_tokens
 from drkernel.data.reader import DataFormatError
 from drkernel.data.schema import RowError, TaskRow
@@ -44,9 +46,30 @@ from drkernel.data.stream import (
     rows_as_json,
     span,
     uuid_hashes,
+    window_starts,
 )
 
 _log = logging.getLogger("drkernel.data.stream")
+
+
+# One entry per row of the index pass: valid (field "") or not.
+_INDEX_COLUMNS: dict[str, Any] = {
+    "file_id": np.int32,
+    "row": np.int64,
+    "hash": np.uint64,
+    "length": np.int64,
+    "computed": bool,
+    "field": object,
+    "message": object,
+    "uuid": object,
+}
+_GROUPS_PER_TASK = 8  # row groups one Ray Data task reads: a task's start costs more than reading one group
+
+
+def _blocks(num_groups: int) -> int:
+    """Ray Data blocks (= tasks) for reading this many row groups: a few groups each, every CPU busy."""
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    return min(num_groups, max(2 * cpus, -(-num_groups // _GROUPS_PER_TASK)))
 
 
 def _index_pieces(
@@ -54,12 +77,11 @@ def _index_pieces(
 ) -> dict[str, np.ndarray]:
     """Ray Data transform: validate row groups; with a tokenizer, the token length of each valid prompt
     (from `cached`, a file's cached lengths, where known; tokenized here otherwise)."""
-    keys = ("file_id", "row", "hash", "length", "computed", "field", "message", "uuid")
-    cols: dict[str, list[Any]] = {k: [] for k in keys}
+    cols: dict[str, list[Any]] = {k: [] for k in _INDEX_COLUMNS}
     for file_id, group, first in zip(batch["file_id"], batch["row_group"], batch["first_row"]):
         file_id = int(file_id)
         path = paths[file_id]
-        checked = check_rows(read_row_group(path, int(group)), path, int(first))
+        checked = check_rows(read_row_group(path, int(group)), path, int(first), prompts=tokenizer is not None)
         lengths = np.full(len(checked.rows), -1, np.int64)
         if tokenizer is not None and len(checked.rows):
             known = (cached or {}).get(file_id)
@@ -80,8 +102,7 @@ def _index_pieces(
         cols["field"] += [""] * len(checked.rows) + [e.field for e in checked.errors]
         cols["message"] += [""] * len(checked.rows) + [e.message for e in checked.errors]
         cols["uuid"] += [""] * len(checked.rows) + [e.uuid or "" for e in checked.errors]
-    dtypes = {"file_id": np.int32, "row": np.int64, "hash": np.uint64, "length": np.int64, "computed": bool}
-    return {k: np.asarray(v, dtype=dtypes.get(k, object)) for k, v in cols.items()}
+    return {k: np.asarray(v, dtype=_INDEX_COLUMNS[k]) for k, v in cols.items()}
 
 
 def _read_pieces(batch: dict[str, np.ndarray], paths: list[str]) -> dict[str, np.ndarray]:
@@ -114,7 +135,8 @@ class PromptStream:
     failing the load. max_prompt_tokens + tokenizer: drop rows whose chat prompt is longer than the policy's
     context budget for it (counted in `stats`; lengths cached, see drkernel.data.lengths). window_rows: rows
     read per window; head_rows: rows read at once where the cursor lands outside a prepared window.
-    task_cpus: Ray CPUs of each read task.
+    task_cpus: Ray CPUs of each read task. index_cache_dir: where each file's validation verdict is kept
+    (drkernel.data.index_cache; default $DRKERNEL_CACHE_DIR/prompt_index).
     """
 
     def __init__(
@@ -131,6 +153,7 @@ class PromptStream:
         window_rows: int = 16384,
         head_rows: int = 4,
         task_cpus: float = 1.0,
+        index_cache_dir: str | Path | None = None,
     ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -153,6 +176,7 @@ class PromptStream:
         self.task_cpus = task_cpus
         self._tokenizer = tokenizer
         self._lengths = PromptLengths(tokenizer, length_cache_dir) if max_prompt_tokens is not None else None
+        self._index_cache = IndexCache(index_cache_dir)
         self.epoch = 0
         self.position = 0
         self.invalid_rows: list[RowError] = []
@@ -163,23 +187,19 @@ class PromptStream:
         self._orders: dict[int, np.ndarray] = {}
         self._windows: dict[tuple[int, int], dict[int, bytes]] = {}  # (epoch, window) -> position -> row
         self._pending: dict[tuple[int, int], Future] = {}
+        self._starts: np.ndarray | None = None  # where each window of an epoch starts (drkernel.data.stream)
         self._headed: set[tuple[int, int]] = set()  # windows whose first rows were read in the foreground
         self._background = ThreadPoolExecutor(1, thread_name_prefix="prompt-window")
         self._load()
 
     # ---- the index pass -------------------------------------------------------------------------------------------
     def _load(self) -> None:
-        """Read and validate every row group through Ray Data; keep only the key index of the streamable rows."""
+        """Validate every row group through Ray Data (files whose verdict is cached are not read again); keep
+        only the key index of the streamable rows."""
         _quiet_ray_data()
         files, errors = pool_files(self.path)
         paths = [f.path for f in files]
         whole_file_errors = {e.file for e in errors}
-        items = [
-            {"file_id": i, "row_group": g, "first_row": int(f.starts[g])}
-            for i, f in enumerate(files)
-            if f.path not in whole_file_errors
-            for g in range(len(f.starts) - 1)
-        ]
         caches: dict[int, tuple[Path, np.ndarray | None]] = {}
         if self._lengths is not None:
             caches = {i: self._lengths.cached(f.path) for i, f in enumerate(files)}
@@ -188,22 +208,48 @@ class PromptStream:
             for i, (_, known) in caches.items()
             if known is not None and known.shape == (files[i].num_rows,) and known.dtype == np.int64
         }
+        keys = {i: fingerprint(f.path) for i, f in enumerate(files) if f.path not in whole_file_errors}
+        verdicts: dict[int, FileIndex] = {}
+        for i, key in keys.items():
+            entry = self._index_cache.load(key, paths[i])
+            if entry is not None and (self._lengths is None or (i in cached and (cached[i][entry.rows] >= 0).all())):
+                verdicts[i] = entry
+        items = [
+            {"file_id": i, "row_group": g, "first_row": int(files[i].starts[g])}
+            for i in keys
+            if i not in verdicts
+            for g in range(len(files[i].starts) - 1)
+        ]
         cols = self._index_pass(items, paths, cached)
         bad = cols["field"] != ""
-        for where in np.flatnonzero(bad)[np.lexsort((cols["row"][bad], cols["file_id"][bad]))]:
-            file = paths[int(cols["file_id"][where])]
-            uuid = str(cols["uuid"][where]) or None
-            errors.append(
-                RowError(
-                    int(cols["row"][where]),
-                    str(cols["field"][where]),
-                    str(cols["message"][where]),
-                    file=file,
-                    uuid=uuid,
-                )
+        row_errors = [
+            RowError(
+                int(cols["row"][where]),
+                str(cols["field"][where]),
+                str(cols["message"][where]),
+                file=paths[int(cols["file_id"][where])],
+                uuid=str(cols["uuid"][where]) or None,
             )
-        num_rows = sum(f.num_rows for f in files)
+            for where in np.flatnonzero(bad)[np.lexsort((cols["row"][bad], cols["file_id"][bad]))]
+        ]
         good = {k: v[~bad] for k, v in cols.items() if k in ("file_id", "row", "hash", "length", "computed")}
+        for i in keys.keys() - verdicts.keys():
+            mine = good["file_id"] == i
+            entry = FileIndex(good["row"][mine], good["hash"][mine], [e for e in row_errors if e.file == paths[i]])
+            self._index_cache.store(keys[i], entry)
+        for i, entry in verdicts.items():
+            known = cached[i][entry.rows] if self._lengths is not None else np.full(len(entry.rows), -1, np.int64)
+            extra = {
+                "file_id": np.full(len(entry.rows), i, np.int32),
+                "row": entry.rows,
+                "hash": entry.hashes,
+                "length": known,
+                "computed": np.zeros(len(entry.rows), bool),
+            }
+            good = {k: np.concatenate([v, extra[k]]) for k, v in good.items()}
+            row_errors += entry.errors
+        errors += sorted(row_errors, key=lambda e: (paths.index(e.file), e.index))
+        num_rows = sum(f.num_rows for f in files)
         num_invalid = num_rows - len(good["row"])
         if errors and not self.skip_invalid:
             raise DataFormatError(self.path, errors, num_invalid)
@@ -240,24 +286,22 @@ class PromptStream:
                 too_long,
                 self.max_prompt_tokens,
             )
-        self._prefetch(self.epoch, self.position)
 
     def _index_pass(
         self, items: list[dict[str, int]], paths: list[str], cached: dict[int, np.ndarray]
     ) -> dict[str, np.ndarray]:
         """The Ray Data pipeline over every row group: one entry per row, valid (field "") or not."""
-        keys = ("file_id", "row", "hash", "length", "computed", "field", "message", "uuid")
         if not items:
-            return {k: np.zeros(0, np.int64 if k in ("file_id", "row", "length") else object) for k in keys}
+            return {k: np.zeros(0, dtype) for k, dtype in _INDEX_COLUMNS.items()}
         tokenizer = self._tokenizer if self._lengths is not None else None
-        ds = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
+        ds = ray.data.from_items(items, override_num_blocks=_blocks(len(items))).map_batches(
             _index_pieces,
-            batch_size=1,
+            batch_size=None,
             num_cpus=self.task_cpus,
             fn_kwargs={"paths": paths, "tokenizer": tokenizer, "cached": cached},
         )
         parts = list(ds.iter_batches(batch_size=None, batch_format="numpy"))
-        return {k: np.concatenate([p[k] for p in parts]) for k in keys}
+        return {k: np.concatenate([p[k] for p in parts]) for k in _INDEX_COLUMNS}
 
     def _store_lengths(
         self,
@@ -299,8 +343,8 @@ class PromptStream:
             }
             for p in plan
         ]
-        ds = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
-            _read_pieces, batch_size=1, num_cpus=self.task_cpus, fn_kwargs={"paths": [f.path for f in self._files]}
+        ds = ray.data.from_items(items, override_num_blocks=_blocks(len(items))).map_batches(
+            _read_pieces, batch_size=None, num_cpus=self.task_cpus, fn_kwargs={"paths": [f.path for f in self._files]}
         )
         out: dict[int, bytes] = {}
         for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
@@ -309,20 +353,29 @@ class PromptStream:
 
     def _window(self, epoch: int, position: int) -> tuple[int, int, int]:
         """(window number, first, end position) of the window holding `position`."""
-        k = position // self.window_rows
-        return k, k * self.window_rows, min((k + 1) * self.window_rows, self.rows_per_epoch)
+        starts = self._window_starts()
+        k = min(int(np.searchsorted(starts, position, side="right")) - 1, len(starts) - 2)
+        return k, int(starts[k]), int(starts[k + 1])
 
-    def _prefetch(self, epoch: int, position: int) -> None:
+    def _window_starts(self) -> np.ndarray:
+        if self._starts is None or self._starts[-1] != self.rows_per_epoch:
+            self._starts = window_starts(self.rows_per_epoch, self.window_rows)
+        return self._starts
+
+    def _prefetch(self, epoch: int, position: int, read: bool = True) -> None:
         """Read, in the background, the window at the cursor and the one after it (the next epoch's first);
-        forget every other window, so at most two are held whatever the cursor did (a resume, a rewind)."""
+        forget every other window, so at most two are held whatever the cursor did (a resume, a rewind).
+
+        read=False only forgets: a cursor that was just moved reads a few rows at itself first, and the
+        reads of its whole window must not be queued on the cluster's CPUs ahead of those.
+        """
         keep: set[tuple[int, int]] = set()
         if self.num_epochs is None or epoch < self.num_epochs:
             k, _, end = self._window(epoch, position)
             keep = {(epoch, k), (epoch, k + 1) if end < self.rows_per_epoch else (epoch + 1, 0)}
             keep = {key for key in keep if self.num_epochs is None or key[0] < self.num_epochs}
-        for e, w in sorted(keep - set(self._windows) - set(self._pending)):
-            first = w * self.window_rows
-            stop = min(first + self.window_rows, self.rows_per_epoch)
+        for e, w in sorted(keep - set(self._windows) - set(self._pending)) if read else []:
+            first, stop = (int(x) for x in self._window_starts()[w : w + 2])
             self._pending[(e, w)] = self._background.submit(self._read, e, first, stop)
         for key in set(self._windows) - keep:
             del self._windows[key]
@@ -429,4 +482,4 @@ class PromptStream:
             )
         self.epoch, self.position = (epoch + 1, 0) if position == self.rows_per_epoch else (epoch, position)
         if self._index is not None:
-            self._prefetch(self.epoch, self.position)
+            self._prefetch(self.epoch, self.position, read=False)

@@ -8,6 +8,7 @@ is read from /proc (VmHWM) after every phase.
 
     python benchmarks/prompt_stream_bench.py --make 72000 1000000          # write the pools (minutes)
     python benchmarks/prompt_stream_bench.py --rows 72000 1000000          # measure them
+    python benchmarks/prompt_stream_bench.py --cpu 1000000                 # CPU seconds of the index pass
     python benchmarks/prompt_stream_bench.py --make 5000 --rows 5000       # a smoke run
 """
 
@@ -17,6 +18,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import shutil
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -55,25 +57,55 @@ def peak_rss_mb(pid: int) -> tuple[float, float]:
     return int(fields["VmHWM"].split()[0]) / 1024, int(fields["VmRSS"].split()[0]) / 1024
 
 
-def measure(path: Path, steady: int, window_rows: int) -> dict[str, float]:
+def _load() -> float:
+    """The host's 1-minute load average: the box is shared, so every figure is printed beside it."""
+    return round(os.getloadavg()[0], 1)
+
+
+def _window_ready(source) -> None:
+    """Block until the actor's background window reads are done (the actor runs one call at a time)."""
+    import ray
+
+    ray.get(source.__ray_call__.remote(lambda self: [f.result() for f in list(self._stream._pending.values())]))
+
+
+class _Empty:
+    def ping(self) -> None:
+        """Nothing: the actor's start is what is timed."""
+
+
+def _time_window_read(actor) -> float:
+    stream = actor._stream
+    first, stop = (int(x) for x in stream._window_starts()[1:3])
+    t = time.perf_counter()
+    stream._read(0, first, stop)
+    return time.perf_counter() - t
+
+
+def measure(path: Path, steady: int, window_rows: int, cache_dir: Path) -> dict[str, float]:
     import ray
 
     from actors.prompt_source import PromptSource
 
-    out: dict[str, float] = {}
+    options = {"skip_invalid": True, "window_rows": window_rows, "index_cache_dir": str(cache_dir)}
+    out: dict[str, float] = {"load_start": _load()}
+    shutil.rmtree(cache_dir, ignore_errors=True)  # cold: the index pass validates every row
     t = time.perf_counter()
-    source = PromptSource.remote(str(path), 1, None, {"skip_invalid": True, "window_rows": window_rows})
-    group = ray.get(source.next_group.remote("w", 0))
-    out["first_group_s"] = time.perf_counter() - t  # start the actor (the index pass), then the first group
+    source = PromptSource.remote(str(path), 1, None, options)
+    ray.get(source.next_group.remote("w", 0))
+    out["first_group_cold_s"] = time.perf_counter() - t  # start the actor (the index pass), then the first group
+    _window_ready(source)
+    out["first_window_ready_s"] = time.perf_counter() - t  # the whole window at the cursor held
+    out["load_after_cold"] = _load()
     pid = ray.get(source.__ray_call__.remote(lambda _self: os.getpid()))
-    n = ray.get(source.metrics.remote())["data/rows_per_epoch"]
-    out["rows_per_epoch"] = n
-    out["rows_invalid"] = ray.get(source.metrics.remote())["data/rows_invalid"]
+    metrics = ray.get(source.metrics.remote())
+    n = metrics["data/rows_per_epoch"]
+    out["rows_per_epoch"], out["rows_invalid"] = n, metrics["data/rows_invalid"]
 
     t = time.perf_counter()
     for _ in range(steady):
-        group = ray.get(source.next_group.remote("w", 0))
-    out["steady_groups_per_s"] = steady / (time.perf_counter() - t)
+        ray.get(source.next_group.remote("w", 0))
+    out["steady_groups_per_s"] = steady / (time.perf_counter() - t)  # from the window held, no read waited for
 
     def pull(k: int) -> list[float]:
         times = []
@@ -82,6 +114,16 @@ def measure(path: Path, steady: int, window_rows: int) -> dict[str, float]:
             ray.get(source.next_group.remote("w", 0))
             times.append(time.perf_counter() - t0)
         return times
+
+    # A whole window read (the next one, prefetched while the first was handed out): it must take less time
+    # than handing out a window at the target rate (window_rows / 100 s) for the stream never to wait.
+    t = time.perf_counter()
+    _window_ready(source)
+    out["next_window_wait_s"] = time.perf_counter() - t
+
+    # One whole window read (the second of epoch 0), timed alone: the stream never waits while this is shorter
+    # than handing out a window at the target rate (window_rows / 100 groups/s).
+    out["window_read_s"] = ray.get(source.__ray_call__.remote(_time_window_read))
 
     # Resume on the running actor: a cursor far from anything read, then the next group.
     state = ray.get(source.state_dict.remote())
@@ -92,19 +134,66 @@ def measure(path: Path, steady: int, window_rows: int) -> dict[str, float]:
     ray.get(source.next_group.remote("w", 0))
     out["resume_s"] = time.perf_counter() - t
 
-    # Epoch switch: resume 2,000 rows before the end, pull across it at full speed.
+    # Epoch switch: resume 2,000 rows before the end, let its window arrive, pull across the end at full speed.
     before_end = min(int(n), 2000)
     state["stream"]["position"] = int(n) - before_end
     ray.get(source.load_state_dict.remote(state))
+    ray.get(source.next_group.remote("w", 0))
+    _window_ready(source)
     times = pull(before_end + 64)
-    out["epoch_switch_s"] = times[before_end]
-    out["slowest_pull_after_warm_s"] = max(times[32:])
+    out["epoch_switch_s"] = times[before_end - 1]
+    out["slowest_pull_after_window_s"] = max(times)
     out["median_pull_ms"] = float(np.median(times)) * 1e3
     assert ray.get(source.stats.remote())["cursor"]["epoch"] == 1
-    del group
     out["actor_peak_rss_mb"], out["actor_rss_end_mb"] = peak_rss_mb(pid)
     ray.kill(source)
+
+    # A second job on the same pool (or a restarted prompt actor): the verdicts come from the cache. Beside it,
+    # what starting an actor that does nothing costs at this moment's load.
+    out["load_before_warm"] = _load()
+    t = time.perf_counter()
+    empty = ray.remote(num_cpus=0)(_Empty).remote()
+    ray.get(empty.ping.remote())
+    out["empty_actor_start_s"] = time.perf_counter() - t
+    ray.kill(empty)
+    t = time.perf_counter()
+    source = PromptSource.remote(str(path), 1, None, options)
+    ray.get(source.next_group.remote("w", 0))
+    out["first_group_warm_s"] = time.perf_counter() - t
+    ray.kill(source)
+    out["load_end"] = _load()
     return out
+
+
+def cpu_seconds(path: Path, every: int, window_rows: int) -> dict[str, float]:
+    """CPU seconds (this process's, which the host's load moves far less than wall time) of the index pass's
+    work on every `every`-th row group, scaled to the whole pool: what the pass and one window read cost the
+    cluster's CPUs, Ray Data's own task overhead not included."""
+    from actors.prompt_stream import _index_pieces, _read_pieces
+    from drkernel.data.stream import pool_files
+
+    files, _ = pool_files(path)
+    groups = [(i, g, int(f.starts[g])) for i, f in enumerate(files) for g in range(len(f.starts) - 1)]
+    sample = groups[::every]
+    batch = {k: np.asarray([x[j] for x in sample]) for j, k in enumerate(("file_id", "row_group", "first_row"))}
+    paths = [f.path for f in files]
+    t = time.process_time()
+    rows = len(_index_pieces(batch, paths)["row"])
+    cpu = time.process_time() - t
+    # A window read: each row group gives its share of a window's rows (window_rows spread over every group).
+    share = -(-min(window_rows, rows * len(groups) // len(sample)) // len(groups))
+    batch["local"] = np.empty(len(sample), object)
+    batch["local"][:] = [list(range(share))] * len(sample)
+    batch["positions"] = batch["local"]
+    t = time.process_time()
+    _read_pieces(batch, paths)
+    window_cpu = time.process_time() - t
+    return {
+        "sampled_rows": rows,
+        "index_cpu_us_per_row": cpu / rows * 1e6,
+        "index_pass_cpu_s": cpu * len(groups) / len(sample),
+        "window_read_cpu_s": window_cpu * len(groups) / len(sample),
+    }
 
 
 def main() -> None:
@@ -115,9 +204,14 @@ def main() -> None:
     parser.add_argument("--steady", type=int, default=2000, help="groups pulled for the steady rate")
     parser.add_argument("--window-rows", type=int, default=16384)
     parser.add_argument("--num-cpus", type=int, default=os.cpu_count())
+    parser.add_argument("--cpu", type=int, nargs="*", default=[], help="CPU seconds of the index pass of these pools")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/drkernel-prompt-index"), help="verdict cache")
     args = parser.parse_args()
     for rows in args.make:
         make(args.out, rows)
+    for rows in args.cpu:
+        r = cpu_seconds(pool_dir(args.out, rows), 16, args.window_rows)
+        print(json.dumps({"rows": rows, "load": _load(), **{k: round(v, 2) for k, v in r.items()}}), flush=True)
     if not args.rows:
         return
     import ray
@@ -131,7 +225,7 @@ def main() -> None:
     )
     try:
         for rows in args.rows:
-            r = measure(pool_dir(args.out, rows), args.steady, args.window_rows)
+            r = measure(pool_dir(args.out, rows), args.steady, args.window_rows, args.cache / str(rows))
             print(json.dumps({"rows": rows, **{k: round(v, 3) for k, v in r.items()}}), flush=True)
     finally:
         ray.shutdown()

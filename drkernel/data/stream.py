@@ -115,11 +115,12 @@ class CheckedRows:
     errors: list[RowError]
 
 
-def check_rows(table: pa.Table, path: str, first_row: int) -> CheckedRows:
-    """Validate every row of a row group that starts at `first_row` of file `path`."""
+def check_rows(table: pa.Table, path: str, first_row: int, prompts: bool = True) -> CheckedRows:
+    """Validate every row of a row group that starts at `first_row` of file `path`; prompts=False leaves
+    `prompts` empty (only the length filter needs them, and dumping them is a tenth of the pass)."""
     rows: list[int] = []
     uuids: list[str] = []
-    prompts: list[Any] = []
+    messages: list[Any] = []
     errors: list[RowError] = []
     for offset, record in enumerate(table.to_pylist()):
         try:
@@ -129,8 +130,9 @@ def check_rows(table: pa.Table, path: str, first_row: int) -> CheckedRows:
             continue
         rows.append(first_row + offset)
         uuids.append(row.task_uuid)
-        prompts.append([m.model_dump(mode="json") for m in row.prompt])
-    return CheckedRows(np.asarray(rows, np.int64), uuids, prompts, errors)
+        if prompts:
+            messages.append([m.model_dump(mode="json") for m in row.prompt])
+    return CheckedRows(np.asarray(rows, np.int64), uuids, messages, errors)
 
 
 def rows_as_json(table: pa.Table, path: str, first_row: int, local: np.ndarray) -> list[str]:
@@ -197,6 +199,14 @@ def pieces(index: KeyIndex, files: list[PoolFile], picks: np.ndarray, positions:
             sel = mine[groups == group]
             out.append(Piece(int(file_id), int(group), rows[sel] - file.starts[group], positions[sel]))
     return out
+
+
+def window_starts(rows_per_epoch: int, window_rows: int) -> np.ndarray:
+    """Where each window of an epoch starts, then rows_per_epoch: ceil(n / W) windows of nearly equal size,
+    none larger than W. An epoch never ends on a sliver of a window, so the next epoch's first window is
+    read while a whole window is handed out, not while the last few rows are."""
+    count = max(1, -(-rows_per_epoch // window_rows))
+    return np.arange(count + 1, dtype=np.int64) * rows_per_epoch // count
 
 
 def span(

@@ -4,12 +4,15 @@ seeded reshuffles, lossless resume."""
 from __future__ import annotations
 
 import json
+import os
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from actors.prompt_stream import PromptStream
+from drkernel.data.index_cache import fingerprint
 from drkernel.data.reader import DataFormatError, write_rows
 from drkernel.data.schema import parse_row
 from drkernel.data.stream import order_key
@@ -222,3 +225,27 @@ def test_small_windows_and_cold_cursors_hand_out_the_same_stream(pool):
         assert drain(small) == after
         small.load_state_dict({**state, "position": 3})
         assert drain(small) == (before + after)[3:]
+
+
+def test_a_second_load_reads_the_verdicts_back_and_a_rewritten_file_is_validated_again(bad_pool, tmp_path):
+    """The first load keeps each file's verdict; the next takes it from there (bad rows still named), without
+    reading the file's rows; a file touched since is validated again."""
+    cache = tmp_path / "verdicts"
+    for _ in range(2):
+        with pytest.raises(DataFormatError) as info:
+            PromptStream(bad_pool, batch_size=4, index_cache_dir=cache)
+        assert [(e.file, e.index, e.uuid, e.field) for e in info.value.errors] == [
+            (str(bad_pool / "0.parquet"), 2, "t02", "reward_model.ground_truth"),
+            (str(bad_pool / "1.parquet"), 2, "t08", "prompt"),
+        ]
+    assert len(list(cache.glob("*.npz"))) == 2
+    # A verdict the pass would never give (row 0 of the first file left out) is what the next load goes by.
+    first = cache / f"{fingerprint(bad_pool / '0.parquet')}.npz"
+    with np.load(first) as data:
+        entry = {k: data[k] for k in data.files}
+    np.savez(first, **{**entry, "rows": entry["rows"][1:], "hashes": entry["hashes"][1:]})
+    with PromptStream(bad_pool, batch_size=N, num_epochs=1, skip_invalid=True, index_cache_dir=cache) as stream:
+        assert sorted(drain(stream)) == sorted(f"t{i:02d}" for i in range(1, N) if i not in (2, 8))
+    os.utime(bad_pool / "0.parquet")  # touched: a new fingerprint, so the file is validated again
+    with PromptStream(bad_pool, batch_size=N, num_epochs=1, skip_invalid=True, index_cache_dir=cache) as stream:
+        assert sorted(drain(stream)) == sorted(f"t{i:02d}" for i in range(N) if i not in (2, 8))

@@ -21,6 +21,7 @@ from drkernel.data.stream import (
     rows_as_json,
     span,
     uuid_hashes,
+    window_starts,
 )
 
 
@@ -99,3 +100,12 @@ def test_pool_files_report_missing_columns_and_unreadable_files(tmp_path):
     (tmp_path / "b.parquet").write_text("not parquet")
     with pytest.raises(DataFormatError, match="b.parquet.*not a readable parquet file"):
         pool_files(tmp_path)
+
+
+def test_windows_cover_the_epoch_none_larger_than_asked_and_no_sliver_at_the_end():
+    for rows, window in [(10, 4), (999_888, 16_384), (5, 8), (16_384, 16_384), (16_385, 16_384)]:
+        starts = window_starts(rows, window)
+        sizes = np.diff(starts)
+        assert starts[0] == 0 and starts[-1] == rows
+        assert sizes.max() <= window and sizes.min() >= sizes.max() - 1  # nearly equal: the last is no sliver
+        assert len(sizes) == -(-rows // window)
