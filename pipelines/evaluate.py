@@ -5,11 +5,13 @@
         --tokenizer CHECKPOINT --out eval-run [--k 4 --turns 2 --rounds 2 --reference compile --device cuda]
 
 The policy is a local Hugging Face checkpoint, served for the run by the policy Serve app (the training job's
-app, under a name of this run), or the base URL of any OpenAI-compatible chat endpoint (our policy app's route
-is one). Verdicts come from the verifier Serve app with the config's `verifier.*` settings. Each task's k
-samples run the rollout's own episode loop (drkernel.eval.episodes). `--out` holds records.jsonl (one line per
-finished task: rerun the same command to resume, no task is counted twice), report.json, report.md and
-fast_by_turn.png; the summary JSON is the last stdout line. `--limit N` stops after N new tasks (chunks).
+app, under a name of this run), the base URL of any OpenAI-compatible chat endpoint (our policy app's route
+is one), or fixed answers that check the verifier and the metrics on known kernels: `reference` (each task's
+own reference renamed to ModelNew; add verifier.options.require_triton=false) or `solution:LABEL` (the task
+folder's solution_LABEL.py). Verdicts come from the verifier Serve app with the config's `verifier.*` settings.
+Each task's k samples run the rollout's own episode loop (drkernel.eval.episodes). `--out` holds records.jsonl
+(one line per finished task: rerun the same command to resume, no task is counted twice), report.json,
+report.md and fast_by_turn.png; the summary JSON is the last stdout line. `--limit N` stops after N new tasks (chunks).
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ REPO = Path(__file__).resolve().parents[1]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, help="YAML recipe (policy, rollout, verifier, algorithm, eval)")
     parser.add_argument(
-        "--policy", required=True, help="HF checkpoint folder, or http(s) base URL of an OpenAI-compatible endpoint"
+        "--policy",
+        required=True,
+        help="HF checkpoint folder, http(s) base URL of an OpenAI-compatible endpoint, `reference` or `solution:LABEL`",
     )
     parser.add_argument("--data", default=None, help="parquet pool of task rows (default: data.tasks_dir's tasks)")
     parser.add_argument("--tasks", default=None, help="comma-separated task names to keep (default: all)")
@@ -188,8 +192,9 @@ class EvalServices:
             ray.shutdown()
 
 
-def _tokenizer_path(cfg: TrainConfig, args: argparse.Namespace, is_url: bool) -> str:
-    if not is_url:
+def _tokenizer_path(cfg: TrainConfig, args: argparse.Namespace, kind: str) -> str:
+    """The checkpoint's own tokenizer; for other policies --tokenizer, else policy.model_path, else the SFT one."""
+    if kind == "checkpoint":
         return args.policy
     if args.tokenizer:
         return args.tokenizer
@@ -200,20 +205,25 @@ def _tokenizer_path(cfg: TrainConfig, args: argparse.Namespace, is_url: bool) ->
         return cfg.policy.model_path
     if sft and is_complete(sft):
         return sft
-    raise UsageError("drkernel eval: a URL policy needs --tokenizer (a ChatML tokenizer folder) as its context ledger")
+    raise UsageError(
+        f"drkernel eval: a {kind} policy needs --tokenizer (a ChatML tokenizer folder) as its context ledger"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_train_config(args.config, eval_overrides(args), "drkernel eval")
-    is_url = args.policy.startswith(("http://", "https://"))
-    if not is_url and not (Path(args.policy) / "config.json").is_file():
-        raise UsageError(f"drkernel eval: --policy {args.policy} is neither an http(s) URL nor an HF model folder")
+    kind = policy_kind(args.policy)
+    if cfg.eval.reference == "compile" and cfg.verifier.options.timing == "cpu_model":
+        raise UsageError(
+            "drkernel eval: --reference compile cannot be priced by the CPU cost model (timing: cpu_model counts eager "
+            "operators); use measured timing (verifier.options.timing=measured), on a GPU"
+        )
     if args.limit is not None and args.limit < 1:
         raise UsageError("drkernel eval: --limit must be at least 1")
     from drkernel.eval.store import RecordStore, SettingsMismatch
     from drkernel.eval.tasks import load_tasks
 
-    policy = args.policy if is_url else str(Path(args.policy).resolve())
+    policy = str(Path(args.policy).resolve()) if kind == "checkpoint" else args.policy
     names = [n.strip() for n in args.tasks.split(",") if n.strip()] if args.tasks else None
     try:
         tasks = load_tasks(args.data, names, cfg.data.tasks_dir, cfg.rl_data.prompt_style)
@@ -222,22 +232,56 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"drkernel eval: {e}") from None
     if store.dropped_partial:
         log.warning("records.jsonl ended in a cut line (a stopped run); that task runs again")
-    summary = evaluate(cfg, args, tasks, store, policy, is_url)
+    summary = evaluate(cfg, args, tasks, store, policy, kind)
     print(json.dumps(summary))
     return 0
 
 
-def evaluate(cfg: TrainConfig, args: argparse.Namespace, tasks: list, store: Any, policy: str, is_url: bool) -> dict:
+def policy_kind(policy: str) -> str:
+    """checkpoint | url | reference | solution, or a usage error naming what was given."""
+    if policy.startswith(("http://", "https://")):
+        return "url"
+    if policy == "reference":
+        return "reference"
+    if policy.startswith("solution:") and policy.split(":", 1)[1]:
+        return "solution"
+    if (Path(policy) / "config.json").is_file():
+        return "checkpoint"
+    raise UsageError(
+        f"drkernel eval: --policy {policy} is not an HF model folder, an http(s) URL, `reference` or `solution:LABEL`"
+    )
+
+
+def policy_for(
+    kind: str, policy: str, services: Any, tokenizer: Any, cfg: TrainConfig, args: argparse.Namespace
+) -> Any:
+    """generate_for(name, row): the same model for every task, or each task's fixed answer."""
+    from drkernel.eval.answers import FixedAnswer, reference_answer, solution_answer
+    from drkernel.eval.chat import ChatEndpoint
+    from drkernel.tasks import library_path
+
+    if kind == "url":
+        endpoint = ChatEndpoint(policy, tokenizer, args.model_name, os.environ.get(args.api_token_env))
+        return lambda _name, _row: endpoint
+    if kind == "checkpoint":
+        generate = services.policy(policy)
+        return lambda _name, _row: generate
+    if kind == "reference":
+        return lambda _name, row: FixedAnswer(tokenizer, reference_answer(row.reference_code, row.entry_point))
+    label, folder = policy.split(":", 1)[1], cfg.data.tasks_dir or library_path()
+    return lambda name, _row: FixedAnswer(tokenizer, solution_answer(folder, name, label))
+
+
+def evaluate(cfg: TrainConfig, args: argparse.Namespace, tasks: list, store: Any, policy: str, kind: str) -> dict:
     """Run the missing tasks through the services, then write the reports over every stored task."""
     from transformers import AutoTokenizer
 
-    from drkernel.eval.chat import ChatEndpoint
     from drkernel.eval.metrics import summarize
     from drkernel.eval.references import reference_source
     from drkernel.eval.report import write_report
     from drkernel.eval.runner import episode_config, evaluate_tasks
 
-    tokenizer = AutoTokenizer.from_pretrained(_tokenizer_path(cfg, args, is_url))
+    tokenizer = AutoTokenizer.from_pretrained(_tokenizer_path(cfg, args, kind))
     services = EvalServices(cfg, args.address)
     try:
         base_verify = services.verifier()
@@ -246,10 +290,7 @@ def evaluate(cfg: TrainConfig, args: argparse.Namespace, tasks: list, store: Any
         async def verify(reference: str, candidate: str, entry_point: str) -> Any:
             return await base_verify(reference_source(reference, entry_point, mode), candidate, entry_point)
 
-        if is_url:
-            generate = ChatEndpoint(policy, tokenizer, args.model_name, os.environ.get(args.api_token_env))
-        else:
-            generate = services.policy(policy)
+        generate_for = policy_for(kind, policy, services, tokenizer, cfg, args)
         remaining = sum(1 for n, _ in tasks if n not in store.done)
         log.info(
             "%d tasks, %d already done in %s, %d to run now",
@@ -263,7 +304,7 @@ def evaluate(cfg: TrainConfig, args: argparse.Namespace, tasks: list, store: Any
                 evaluate_tasks(
                     tasks,
                     store,
-                    generate,
+                    generate_for,
                     verify,
                     tokenizer,
                     episode_config(cfg.rollout, cfg.eval),

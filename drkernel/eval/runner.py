@@ -33,7 +33,7 @@ def episode_config(rollout: RolloutConfig, ev: EvalConfig | Any) -> RolloutConfi
 async def evaluate_tasks(
     tasks: list[tuple[str, TaskRow]],
     store: RecordStore,
-    generate: GenerateFn,
+    generate_for: Callable[[str, TaskRow], GenerateFn],
     verify: VerifyFn,
     tokenizer: Any,
     cfg: RolloutConfig,
@@ -42,7 +42,8 @@ async def evaluate_tasks(
     limit: int | None = None,
     on_task: Callable[[str], None] = lambda _: None,
 ) -> int:
-    """Run the tasks the store lacks (at most `limit`), `ev.tasks_at_once` at a time; returns how many ran."""
+    """Run the tasks the store lacks (at most `limit`), `ev.tasks_at_once` at a time; returns how many ran.
+    `generate_for(name, row)` is the task's policy (the same one for a model; fixed answers differ per task)."""
     todo = [(name, row) for name, row in tasks if name not in store.done][:limit]
     slots = asyncio.Semaphore(ev.tasks_at_once)
 
@@ -52,7 +53,7 @@ async def evaluate_tasks(
                 row,
                 name,
                 ev.samples_per_task,
-                generate,
+                generate_for(name, row),
                 verify,
                 tokenizer,
                 cfg,

@@ -72,3 +72,18 @@ def test_eval_through_the_policy_apps_openai_route(ray_cluster, tiny_recipe, tmp
     ]
     assert len(turns) == 4  # two turns each: the second was asked with the first's feedback through the route
     assert any(t["status"] == "ok" for t in turns)
+
+
+def test_fixed_answers_score_as_known_kernels(ray_cluster, tiny_recipe, tmp_path, capsys):
+    """The shipped solutions are correct, so every sample counts at fast@0; a reference answering for itself
+    (no Triton, allowed here) is correct too."""
+    root, overrides = tiny_recipe
+    common = ("--tokenizer", str(root / "sft"), "--tasks", "add,relu", "--k", "1", "--turns", "1")
+    solved = _eval(overrides, "--policy", "solution:fused", *common, "--out", str(tmp_path / "s"), capsys=capsys)
+    assert solved["best"]["fast@0"] == 1.0 and solved["correct_rate"] == 1.0 and solved["samples"] == 2
+    itself = _eval(
+        [*overrides, "verifier.options.require_triton=false"],
+        *("--policy", "reference", *common, "--out", str(tmp_path / "r")),
+        capsys=capsys,
+    )
+    assert itself["best"]["fast@0"] == 1.0

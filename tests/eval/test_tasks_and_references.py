@@ -50,3 +50,15 @@ def test_the_compiled_reference_keeps_the_tasks_weights_and_compiles_forward():
     assert type(b.forward).__name__ != "method"  # torch.compile's wrapper, not the plain bound method
     with pytest.raises(ValueError, match="not a Python name"):
         reference_source(source, "not a name", "compile")
+
+
+def test_a_reference_answers_for_itself_under_the_new_name(kernelbench):
+    from drkernel.eval.answers import reference_answer
+
+    source = (kernelbench / "level1" / "19_ReLU.py").read_text()
+    answer = reference_answer(source, "Model")
+    namespace: dict = {}
+    exec(compile(answer, "answer", "exec"), namespace)
+    assert "ModelNew" in namespace and "Model" not in namespace
+    x = torch.randn(4, 8)
+    assert torch.equal(namespace["ModelNew"](*namespace["get_init_inputs"]())(x), torch.relu(x))
