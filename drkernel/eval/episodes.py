@@ -22,6 +22,8 @@ from drkernel.rollout.episode import GenerateFn, VerifyFn, budgeted_feedback, ru
 from drkernel.rollout.types import Trajectory, Turn
 from drkernel.verify.result import VerifyResult
 
+TEXT_KEPT = 1500  # characters of the last response kept in a sample's record
+
 
 def outcome(turn: Turn) -> TurnOutcome:
     """A turn as the metrics see it: no code is status "format", no verdict is "infra_error"."""
@@ -92,6 +94,9 @@ async def run_sample(
         best = best_turn(turns)
         if best is not None and r + 1 < rounds:
             current = continue_from(task, best, tokenizer, cfg)
+    best = best_turn(turns)
+    record.kernel = best.code if best is not None else None
+    record.last_text = turns[-1].text[-TEXT_KEPT:] if turns else None
     return record, trajectories
 
 

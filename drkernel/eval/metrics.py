@@ -57,13 +57,18 @@ class SampleRecord:
     sample: int
     turns: list[TurnOutcome] = field(default_factory=list)
     error: str | None = None
+    kernel: str | None = None  # the best judged kernel, for readers of the records (not used by any metric)
+    last_text: str | None = None  # the end of the last response, so a reader sees what a failing sample wrote
 
     def to_json(self) -> dict[str, Any]:
-        return {"task": self.task, "sample": self.sample, "error": self.error, "turns": [asdict(t) for t in self.turns]}
+        return {**asdict(self), "turns": [asdict(t) for t in self.turns]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SampleRecord:
-        return cls(data["task"], int(data["sample"]), [TurnOutcome(**t) for t in data["turns"]], data.get("error"))
+        turns = [TurnOutcome(**t) for t in data["turns"]]
+        return cls(
+            data["task"], int(data["sample"]), turns, data.get("error"), data.get("kernel"), data.get("last_text")
+        )
 
     def succeeds_by(self, turn: int, p: float) -> bool:
         """Some turn among the first `turn` succeeds at p."""

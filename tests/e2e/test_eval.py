@@ -19,6 +19,7 @@ def _eval(overrides: list[str], *args: str, capsys) -> dict:
 
 def test_eval_of_a_checkpoint_resumes_a_chunk_and_counts_every_sample(ray_cluster, tiny_recipe, tmp_path, capsys):
     root, overrides = tiny_recipe
+    overrides = [*overrides, "eval.temperature=0"]  # greedy: the warm start's answers, which hold real kernels
     out = tmp_path / "eval"
     args = ("--policy", str(root / "sft"), "--tasks", "add,relu", "--k", "2", "--turns", "2", "--out", str(out))
     first = _eval(overrides, *args, "--limit", "1", capsys=capsys)
@@ -30,7 +31,8 @@ def test_eval_of_a_checkpoint_resumes_a_chunk_and_counts_every_sample(ray_cluste
     assert summary["tasks"] == 2 and summary["samples"] == 4 and summary["complete"] is True
     samples = [s for line in lines for s in json.loads(line)["samples"]]
     turns = [t for s in samples for t in s["turns"]]
-    assert any(t["status"] == "ok" and t["compiled"] for t in turns)  # real kernels, judged by the real verifier
+    # real kernels, judged by the real verifier
+    assert any(t["status"] == "ok" and t["compiled"] for t in turns), [s["last_text"] for s in samples]
     honest = sum(any(t["status"] == "ok" and t["correct"] and t["hack"] is None for t in s["turns"]) for s in samples)
     assert summary["best"]["fast@0"] == pytest.approx(honest / 4)
     assert len(summary["per_turn"]) == summary["max_turns"] == 2
@@ -50,6 +52,7 @@ def test_eval_through_the_policy_apps_openai_route(ray_cluster, tiny_recipe, tmp
     from serve_apps.policy import build_policy_app
 
     root, overrides = tiny_recipe
+    overrides = [*overrides, "eval.temperature=0"]
     cfg = load_config(TrainConfig, None, [*overrides, "policy.app_name=eval-route", "policy.route_prefix=/eval-route"])
     serve.run(build_policy_app(cfg.policy, str(root / "sft")), name="eval-route", route_prefix="/eval-route")
     try:
@@ -71,7 +74,7 @@ def test_eval_through_the_policy_apps_openai_route(ray_cluster, tiny_recipe, tmp
         for t in s["turns"]
     ]
     assert len(turns) == 4  # two turns each: the second was asked with the first's feedback through the route
-    assert any(t["status"] == "ok" for t in turns)
+    assert any(t["status"] == "ok" for t in turns), (out / "records.jsonl").read_text()[-3000:]
 
 
 def test_fixed_answers_score_as_known_kernels(ray_cluster, tiny_recipe, tmp_path, capsys):
