@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="HF checkpoint folder, http(s) base URL of an OpenAI-compatible endpoint, `reference` or `solution:LABEL`",
     )
     parser.add_argument("--data", default=None, help="parquet pool of task rows (default: data.tasks_dir's tasks)")
-    parser.add_argument("--tasks", default=None, help="comma-separated task names to keep (default: all)")
+    parser.add_argument("--tasks", default=None, help="task names to keep, `a,b` or `@FILE` (default: all)")
     parser.add_argument("--out", required=True, help="folder of records and reports; an existing one is resumed")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda", "npu"], default=None, help="policy and verifier")
     parser.add_argument("--k", type=int, default=None, help="samples per task (eval.samples_per_task)")
@@ -224,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
     from drkernel.eval.tasks import load_tasks
 
     policy = str(Path(args.policy).resolve()) if kind == "checkpoint" else args.policy
-    names = [n.strip() for n in args.tasks.split(",") if n.strip()] if args.tasks else None
+    names = task_names(args.tasks)
     try:
         tasks = load_tasks(args.data, names, cfg.data.tasks_dir, cfg.rl_data.prompt_style)
         store = RecordStore(args.out, settings_of(cfg, policy, args.data, [n for n, _ in tasks]))
@@ -235,6 +235,19 @@ def run(args: argparse.Namespace) -> int:
     summary = evaluate(cfg, args, tasks, store, policy, kind)
     print(json.dumps(summary))
     return 0
+
+
+def task_names(spec: str | None) -> list[str] | None:
+    """`a,b,c`, or `@FILE` with one name a line (`#` starts a comment): a named subset kept in a file."""
+    if not spec:
+        return None
+    if spec.startswith("@"):
+        path = Path(spec[1:])
+        if not path.is_file():
+            raise UsageError(f"drkernel eval: --tasks {spec}: no such file")
+        lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+        return [line for line in lines if line]
+    return [n.strip() for n in spec.split(",") if n.strip()]
 
 
 def policy_kind(policy: str) -> str:
