@@ -136,15 +136,22 @@ def main() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    ray.init(
-        address="local",
-        num_cpus=8,
-        include_dashboard=False,
-        log_to_driver=False,
-        runtime_env={
-            "env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-        },
-    )
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    for attempt in range(3):  # on a swamped box the raylet can miss Ray's fixed 30 s start window
+        try:
+            ray.init(
+                address="local",
+                num_cpus=8,
+                include_dashboard=False,
+                log_to_driver=False,
+                runtime_env={"env_vars": {"PYTHONPATH": path}},
+            )
+            break
+        except Exception as e:
+            print(f"Ray did not start (attempt {attempt + 1}): {e}", flush=True)
+            ray.shutdown()
+    else:
+        raise SystemExit("Ray did not start in three attempts")
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     runs: dict[str, dict[int, dict]] = {"rl": {}, "control": {}}
     t0 = time.monotonic()
