@@ -137,7 +137,7 @@ def main() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    for attempt in range(3):  # on a swamped box the raylet can miss Ray's fixed 30 s start window
+    for attempt in range(10):  # on a swamped box the raylet can miss Ray's fixed 30 s start window
         try:
             ray.init(
                 address="local",
@@ -151,7 +151,7 @@ def main() -> None:
             print(f"Ray did not start (attempt {attempt + 1}): {e}", flush=True)
             ray.shutdown()
     else:
-        raise SystemExit("Ray did not start in three attempts")
+        raise SystemExit("Ray did not start in ten attempts")
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     runs: dict[str, dict[int, dict]] = {"rl": {}, "control": {}}
     t0 = time.monotonic()

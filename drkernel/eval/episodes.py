@@ -56,7 +56,8 @@ def continue_from(task: TaskRow, best: Turn, tokenizer: Any, cfg: RolloutConfig)
     verdict = VerifyResult.model_validate(best.verdict)
     feedback = budgeted_feedback(verdict, task.entry_point, tokenizer, cfg.feedback_max_tokens)
     prompt = [m.model_dump(mode="json") for m in task.prompt]
-    return task.model_copy(update={"prompt": [*prompt, {"role": "assistant", "content": kernel}, feedback]})
+    opening = [*prompt, {"role": "assistant", "content": kernel}, feedback]
+    return TaskRow.model_validate({**task.to_record(), "prompt": opening})
 
 
 async def run_sample(
