@@ -38,6 +38,7 @@ from actors.rollout_pool import RolloutPool, worker_factory
 from actors.shared_folder import check_shared
 from actors.trainer import create_trainer_group
 from actors.trajectory_queue import TrajectoryQueue
+from actors.validation import make_validator
 from drkernel.config.train import TrainConfig
 from drkernel.log import Progress, get_logger, kv, serve_logging_config, setup_logging
 from drkernel.placement import ray_options, resolve_kind
@@ -185,6 +186,8 @@ class TrainJob:
         self.history: list[dict[str, float]] = []
         self.nodes_used = 0
         self.trained_group_ids: list[str] = []
+        self.validator = None
+        self.validations: list[dict[str, float]] = []  # the step-0 validation (later ones ride in their step's row)
 
     # ---- setup ----------------------------------------------------------------------------------------------------
     def _start_ray(self) -> None:
@@ -309,6 +312,7 @@ class TrainJob:
             run=self.out.name,
         )
         self.pool = RolloutPool(factory, cfg.rollout.num_workers, self.queue, self.source)
+        self.validator = make_validator(cfg, policy, verifier, tokenizer)
         self.writer = MetricsWriter(
             self.out,
             jsonl=cfg.logging.jsonl,
@@ -419,6 +423,9 @@ class TrainJob:
         t_last, first_step = t_run, self.step
         bar = Progress(cfg.trainer.total_steps, "train steps", every_s=60.0, initial=self.step)  # + a line per step
         await self._reset_stall_watch()
+        if self.validator is not None and self.step == 0:
+            self.validations.append({"step": 0.0, **await self.validator.run()})
+            self.writer.write(0, self.validations[-1])
         while self.step < cfg.trainer.total_steps:
             dump = (self.step + 1) % cfg.logging.samples_every == 0
             batch = await self._pull(cfg.logging.samples_per_dump if dump else 0)
@@ -437,6 +444,8 @@ class TrainJob:
             if not self.nodes_used:  # every role has started by the first batch
                 self.nodes_used = self._placement()
             metrics = await self._train_once(batch, t_run, tokens)
+            if self.validator is not None and self.validator.due(self.step):
+                metrics.update(await self.validator.run())
             tokens += int(metrics["rollout/tokens"])
             now = time.monotonic()
             metrics["throughput/step_tokens_per_s"] = metrics["rollout/tokens"] / max(now - t_last, 1e-9)
@@ -586,7 +595,7 @@ class TrainJob:
         from drkernel.train.plots import write_plots
 
         return write_plots(
-            self.history,
+            self.validations + self.history,
             self.out / "plots",
             run_name=self.out.name,
             reward_range=reward_range(self.cfg.algorithm.reward),

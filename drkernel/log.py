@@ -109,7 +109,7 @@ class Progress:
 
     def __init__(self, total: int | None = None, desc: str = "", every_s: float = 10.0, initial: int = 0) -> None:
         self.total, self.desc, self.every_s = total, desc, every_s
-        self.done = initial
+        self.done = self.initial = initial
         self._start = self._last = time.monotonic()
         self._bar: Any = None
         self._redirect: contextlib.ExitStack | None = None
@@ -132,9 +132,12 @@ class Progress:
             self._line(now)
 
     def _line(self, now: float) -> None:
-        rate = self.done / max(now - self._start, 1e-9)
+        rate = (self.done - self.initial) / max(now - self._start, 1e-9)
         total = self.total if self.total is not None else "?"
-        get_logger("progress").info("%s %d/%s (%.2f/s)", self.desc, self.done, total, rate)
+        eta = ""
+        if self.total is not None and rate > 0:
+            eta = f", ETA {round((self.total - self.done) / rate)}s"
+        get_logger("progress").info("%s %d/%s (%.2f/s%s)", self.desc, self.done, total, rate, eta)
         self._last = now
 
     def close(self) -> None:

@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prepare-data": ("pipelines.prepare_data", "turn a folder of KernelBench references into parquet rows"),
     "sft": ("pipelines.sft", "cold-start supervised fine-tuning"),
     "train": ("pipelines.train", "asynchronous multi-turn RL on Ray (policy + verifier on Serve, actors)"),
+    "eval": ("pipelines.evaluate", "measure a policy: fast@p per turn, pass@k, hack rates (KernelBench's way)"),
     "demo": ("pipelines.demo", "the embedded default end to end on a laptop CPU: SFT warm start, async RL, plots"),
 }
 

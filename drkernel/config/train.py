@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 
 from drkernel.config.algorithm import AlgorithmConfig
 from drkernel.config.base import StrictModel
+from drkernel.config.eval import EvalConfig, ValidationConfig
 from drkernel.config.serve import VerifierServeConfig
 from drkernel.config.sft import SFTRecipeConfig
 from drkernel.config.verifier import DeviceName, VerifyOptions
@@ -119,7 +120,9 @@ class TrainerConfig(StrictModel):
     device: DeviceName = Field("auto", description="trainer device: auto picks cuda, then npu, then cpu")
     dtype: Literal["float32", "bfloat16"] = Field("float32", description="parameter dtype while training")
     num_workers: int = Field(1, ge=1, description="trainer ranks (FSDP2 over torch.distributed when > 1)")
-    lr: float = Field(1e-5, gt=0, description="AdamW learning rate (constant after warmup)")
+    lr: float = Field(
+        1e-5, ge=0, description="AdamW learning rate (constant after warmup); 0 = a control that never learns"
+    )
     warmup_steps: int = Field(0, ge=0, description="linear warmup steps")
     weight_decay: float = Field(0.0, ge=0, description="AdamW decoupled weight decay")
     betas: tuple[float, float] = Field((0.9, 0.999), description="AdamW betas")
@@ -182,6 +185,8 @@ class TrainConfig(SFTRecipeConfig):
     verifier: TrainVerifierConfig = Field(default_factory=TrainVerifierConfig, description="the job's verifier")
     algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig, description="the RL maths")
     logging: LoggingConfig = Field(default_factory=LoggingConfig, description="metrics and samples")
+    eval: EvalConfig = Field(default_factory=EvalConfig, description="`drkernel eval` settings")
+    validation: ValidationConfig = Field(default_factory=ValidationConfig, description="held-out checks in training")
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainConfig:

@@ -23,6 +23,10 @@ LABELS = {
     "staleness/mean": "mean versions behind",
     "throughput/step_tokens_per_s": "this step",
     "throughput/tokens_per_s": "average since RL started",
+    "val/fast@0": "held-out: correct (fast@0, all samples)",
+    "val/fast@1": "held-out: fast@1 (all samples)",
+    "val/fast@1.2": "held-out: fast@1.2 (all samples)",
+    "val/reward_mean": "held-out: mean reward of all turns",
 }
 
 
@@ -63,6 +67,14 @@ def panels(reward_range: tuple[float, float], speed_source: str) -> tuple[Panel,
             "speedup (x, log scale)",
             ("rollout/speedup_correct_median", "rollout/speedup_correct_best"),
             empty="no correct kernel yet",
+        ),
+        Panel(
+            "validation.png",
+            "held-out tasks, best turn per sample (drkernel eval's fast@p over all samples)",
+            "share of samples",
+            ("val/fast@0", "val/fast@1", "val/fast@1.2"),
+            (0.0, 1.0),
+            empty="validation is off (validation.every_steps=0)",
         ),
         Panel("staleness.png", "policy lag of trained trajectories", "versions", ("staleness/max", "staleness/mean")),
         Panel(

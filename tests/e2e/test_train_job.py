@@ -73,7 +73,8 @@ def test_job_runs_every_actor_and_pushes_bit_identical_weights(ray_cluster, tiny
 
     root, overrides = tiny_recipe
     apps = ["policy.app_name=quiet-policy", "policy.route_prefix=/quiet-policy", "verifier.app_name=quiet-verifier"]
-    cfg = _cfg(overrides, f"trainer.output_dir={tmp_path / 'run'}", "policy.num_replicas=2", *apps)
+    validation = [f"validation.{k}" for k in ("every_steps=2", "samples_per_task=1", "max_turns=1", "tasks=[add]")]
+    cfg = _cfg(overrides, f"trainer.output_dir={tmp_path / 'run'}", "policy.num_replicas=2", *apps, *validation)
     before = _forkservers()
     warm_start = _files(root / "sft")
     job = TrainJob(cfg, allow_sft=False)  # the checkpoint exists: an SFT would be refused (SFTRequired)
@@ -110,7 +111,9 @@ def test_job_runs_every_actor_and_pushes_bit_identical_weights(ray_cluster, tiny
     assert summary["max_staleness_observed"] <= cfg.queue.max_staleness
     assert len(summary["trained_group_ids"]) == 4 and len(set(summary["trained_group_ids"])) == 4
     rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in rows] == [1, 2]
+    assert [r["step"] for r in rows] == [0, 1, 2]  # step 0: the held-out validation before any training
+    assert "val/fast@0" in rows[0] and "val/fast@0/turn1" in rows[2] and "val/compile_rate" in rows[2]
+    assert not any(k.startswith("val/") for k in rows[1])  # every 2 steps, not every step
     for key in (
         "rollout/reward_mean",
         "rollout/correct_rate",

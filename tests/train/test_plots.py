@@ -25,6 +25,9 @@ ROWS = [
         "staleness/mean": 0.5,
         "throughput/step_tokens_per_s": 90.0,
         "throughput/tokens_per_s": 100.0,
+        "val/fast@0": 0.5,
+        "val/fast@1": 0.25,
+        "val/fast@1.2": 0.125,
     }
     for s in (1, 2, 3)
 ]
@@ -49,7 +52,15 @@ def _legend(ax) -> list[str]:
 
 
 def test_every_panel_is_titled_and_its_legend_speaks_words(axes):
-    assert set(axes) == {"reward.png", "rates.png", "turns.png", "speedup.png", "staleness.png", "throughput.png"}
+    assert set(axes) == {
+        "reward.png",
+        "rates.png",
+        "turns.png",
+        "speedup.png",
+        "validation.png",
+        "staleness.png",
+        "throughput.png",
+    }
     for name, ax in axes.items():
         assert ax.get_title().startswith("demo-run: "), name
         assert ax.get_xlabel() == "optimizer step" and ax.get_ylabel(), name
@@ -90,3 +101,15 @@ def test_a_run_without_correct_kernels_says_so_and_files_are_pngs(tmp_path):
     written = write_plots(rows, tmp_path, "run")
     assert [p.name for p in written] == [p.filename for p in panels((0, 1), "x")]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in written)
+
+
+def test_validation_draws_the_step_0_row_beside_the_training_steps():
+    rows = [{"step": 0.0, "val/fast@0": 0.1, "val/fast@1": 0.0, "val/fast@1.2": 0.0}, *ROWS]
+    ax = next(_figures(rows))["validation.png"]
+    assert _legend(ax) == [
+        "held-out: correct (fast@0, all samples)",
+        "held-out: fast@1 (all samples)",
+        "held-out: fast@1.2 (all samples)",
+    ]
+    assert list(ax.get_lines()[0].get_xdata()) == [0.0, 1.0, 2.0, 3.0]
+    assert ax.get_ylim()[0] < 0 < 1 < ax.get_ylim()[1]

@@ -1,0 +1,194 @@
+"""Does the RL loop learn? The same job twice from one warm start and the same seeds: once with RL, once as a
+control that cannot learn (trainer.lr=0, everything else equal), over several seeds.
+
+    python benchmarks/learning.py [--seeds 0 1] [--steps 8] [--lr 3e-3] [--out runs/learning]
+
+The warm start is this script's own (the demo is untouched): tests/e2e's tiny 64-wide Qwen3, SFT on both
+solutions of each task (simple and fused), under-trained (`--sft-epochs`) so that first answers sampled at the
+rollout temperature are often wrong, with a speed-aware reward: the verifier models GPU speed on CPU
+(`timing: cpu_model`, H200 profile), which prices the fused kernels faster. Both arms validate on the training
+tasks at step 0 and at the last step with `drkernel eval`'s code (the job's `val/` metrics: fast@p over all
+samples, best turn per sample), and the job's own per-step rollout metrics are kept (`rollout/correct_rate`,
+correct share of judged turns; `rollout/fast1_in_all`, correct and modelled faster, share of judged turns;
+`rollout/fast1` is faster among *correct* turns only). One Ray cluster serves every run. Prints per arm the
+seeds' mean and range, and RL minus control; writes results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
+sys.path.insert(0, str(REPO))
+
+from conftest import recipe_overrides  # noqa: E402
+
+from drkernel.config.base import load_config  # noqa: E402
+from drkernel.config.train import TrainConfig  # noqa: E402
+from drkernel.tasks import library_path  # noqa: E402
+
+TASKS = ("add", "relu")
+KEYS = ("rollout/correct_rate", "rollout/fast1_in_all", "rollout/reward_mean")
+VAL_KEYS = ("val/fast@0", "val/fast@1", "val/fast@0/turn1", "val/reward_mean")
+
+
+def warm_start(root: Path, tasks: list[str], epochs: int) -> list[str]:
+    """The experiment's recipe (tiny model, its own SFT checkpoint, made once) as overrides."""
+    overrides = [
+        *recipe_overrides(root),
+        f"sft.epochs={epochs}",
+        "verifier.options.num_correct_trials=1",
+        "verifier.options.measure_performance=true",
+        "verifier.options.timing=cpu_model",
+        "verifier.options.gpu_profile=h200",
+        "verifier.options.timeout_s=120",
+    ]
+    if not (root / "sft" / "config.json").is_file():
+        for name in tasks:
+            shutil.copytree(library_path() / name, root / "tasks" / name, dirs_exist_ok=True)
+        from drkernel.sft.stage import run_sft_stage
+
+        t0 = time.monotonic()
+        run_sft_stage(load_config(TrainConfig, None, overrides), log=lambda _: None)
+        print(f"warm start: SFT {epochs} epochs on {', '.join(tasks)} in {time.monotonic() - t0:.0f} s", flush=True)
+    return overrides
+
+
+def run_job(overrides: list[str], out: Path) -> dict:
+    """One whole job on the script's Ray cluster; its metric rows (step 0 = the first validation)."""
+    from actors.job import TrainJob
+
+    shutil.rmtree(out, ignore_errors=True)
+    job = TrainJob(load_config(TrainConfig, None, [*overrides, f"trainer.output_dir={out}"]))
+    t0 = time.monotonic()
+    try:
+        job.setup()
+        job.run()
+    finally:
+        job.cleanup()
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return {"wall_s": round(time.monotonic() - t0, 1), "rows": rows}
+
+
+def digest(rows: list[dict], steps: int) -> dict[str, float]:
+    """Start and end of one run: validation at step 0 and at the last step, rollout metrics of the first and
+    last third of the steps."""
+    first = [r for r in rows if r["step"] == 0][0]
+    last = [r for r in rows if r["step"] == steps][0]
+    trained = [r for r in rows if r["step"] >= 1]
+    third = max(1, len(trained) // 3)
+    out: dict[str, float] = {}
+    for key in VAL_KEYS:
+        out[f"{key} start"] = first.get(key, float("nan"))
+        out[f"{key} end"] = last.get(key, float("nan"))
+    for key in KEYS:
+        out[f"{key} first third"] = statistics.mean(r.get(key, 0.0) for r in trained[:third])
+        out[f"{key} last third"] = statistics.mean(r.get(key, 0.0) for r in trained[-third:])
+    return out
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.mean(values):.3f} [{min(values):.3f}, {max(values):.3f}]"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--samples", type=int, default=4, help="group size n (rollout.samples_per_prompt)")
+    ap.add_argument("--groups", type=int, default=2, help="prompt groups per step")
+    ap.add_argument("--turns", type=int, default=2)
+    ap.add_argument("--sft-epochs", type=int, default=30)
+    ap.add_argument("--val-samples", type=int, default=4, help="validation samples per task at step 0 and the end")
+    ap.add_argument("--tasks", nargs="+", default=list(TASKS))
+    ap.add_argument("--out", default="runs/learning")
+    a = ap.parse_args()
+    root = Path(a.out).resolve()
+    base = warm_start(root / "recipe", a.tasks, a.sft_epochs)
+    common = [
+        *base,
+        f"trainer.total_steps={a.steps}",
+        f"trainer.checkpoint_every={a.steps}",
+        f"rollout.samples_per_prompt={a.samples}",
+        f"rollout.max_turns={a.turns}",
+        f"rollout.groups_per_worker={a.groups}",
+        f"queue.groups_per_step={a.groups}",
+        "queue.max_staleness=0",  # synchronous: every step's samples come from the weights just pushed
+        f"trainer.micro_batch_size={a.samples}",
+        f"validation.every_steps={a.steps}",
+        f"validation.samples_per_task={a.val_samples}",
+        f"validation.tasks=[{','.join(a.tasks)}]",
+        "logging.samples_every=1000",
+    ]
+    import ray
+    from ray import serve
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    for attempt in range(10):  # on a swamped box the raylet can miss Ray's fixed 30 s start window
+        try:
+            ray.init(
+                address="local",
+                num_cpus=8,
+                include_dashboard=False,
+                log_to_driver=False,
+                runtime_env={"env_vars": {"PYTHONPATH": path}},
+            )
+            break
+        except Exception as e:
+            print(f"Ray did not start (attempt {attempt + 1}): {e}", flush=True)
+            ray.shutdown()
+    else:
+        raise SystemExit("Ray did not start in ten attempts")
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    runs: dict[str, dict[int, dict]] = {"rl": {}, "control": {}}
+    t0 = time.monotonic()
+    try:
+        for seed in a.seeds:
+            for arm, lr in (("rl", a.lr), ("control", 0.0)):
+                extra = [f"trainer.lr={lr}", f"trainer.seed={seed}", f"rl_data.seed={seed}"]
+                result = run_job([*common, *extra, f"policy.http_port={port}"], root / f"seed{seed}-{arm}")
+                runs[arm][seed] = {
+                    "wall_s": result["wall_s"],
+                    **digest(result["rows"], a.steps),
+                    "rows": result["rows"],
+                }
+                d = runs[arm][seed]
+                print(
+                    f"seed {seed} {arm:7s} ({d['wall_s']:.0f} s): "
+                    + ", ".join(f"{k} {d[k]:.3f}" for k in d if k not in ("wall_s", "rows")),
+                    flush=True,
+                )
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+    keys = [k for k in runs["rl"][a.seeds[0]] if k not in ("wall_s", "rows")]
+    print(
+        f"\n{len(a.seeds)} seeds, {a.steps} steps, lr {a.lr:g}, n={a.samples}, {a.groups} groups/step, "
+        f"{time.monotonic() - t0:.0f} s; mean [min, max] over seeds",
+        flush=True,
+    )
+    table = {}
+    for key in keys:
+        rl = [runs["rl"][s][key] for s in a.seeds]
+        ctl = [runs["control"][s][key] for s in a.seeds]
+        diff = [x - y for x, y in zip(rl, ctl, strict=True)]
+        table[key] = {"rl": rl, "control": ctl, "rl_minus_control": diff}
+        print(f"{key:36s} RL {spread(rl)}  control {spread(ctl)}  RL-control {spread(diff)}", flush=True)
+    (root / "results.json").write_text(json.dumps({"args": vars(a), "table": table, "runs": runs}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
