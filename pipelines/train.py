@@ -7,8 +7,10 @@
 Each run writes into its own run folder, printed at start and end: --output-dir, else a new folder under
 ~/drkernel-runs (never Ray's temporary copy of the working dir); `--resume RUN_FOLDER` continues one.
 The config is validated before Ray starts (unknown keys and bad values fail naming the key; `--dry-run`
-prints the resolved config as JSON and exits). Under `ray job submit` the driver joins the job's cluster
-(RAY_ADDRESS is set for it); otherwise it starts a private local cluster, never attaching to a stranger's.
+prints the resolved config as JSON and the per-device memory estimate, and exits). A recipe whose estimate
+exceeds `hardware.device_memory_gib` or `hardware.devices` is refused before Ray starts, naming the numbers.
+Under `ray job submit` the driver joins the job's cluster (RAY_ADDRESS is set for it); otherwise it starts a
+private local cluster, never attaching to a stranger's.
 """
 
 from __future__ import annotations
@@ -19,12 +21,17 @@ import sys
 
 from drkernel.config.base import ConfigError, load_config
 from drkernel.config.train import TrainConfig
+from drkernel.train.memory_estimate import estimate_memory
 from pipelines.cli import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, help="YAML recipe, e.g. configs/demo_cpu.yaml")
-    parser.add_argument("--dry-run", action="store_true", help="print the resolved config as JSON and exit")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the resolved config as JSON (stdout) and the per-device memory estimate (stderr), then exit",
+    )
     parser.add_argument(
         "--output-dir",
         default=None,
@@ -77,8 +84,13 @@ def run_overrides(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     overrides = [*run_overrides(args), *(["logging.verbose=true"] if args.verbose else [])]
     cfg = load_train_config(args.config, overrides, "drkernel train")
+    estimate = estimate_memory(cfg)
     if args.dry_run:
         print(json.dumps(cfg.model_dump(mode="json"), indent=2))
+        print(estimate.report(), file=sys.stderr)
+    if estimate.problems():
+        raise UsageError(f"drkernel train: the recipe does not fit: {'; '.join(estimate.problems())}")
+    if args.dry_run:
         return 0
     from actors.job import TrainJob  # Ray, torch and transformers only after the config is known good
     from drkernel.sft.warm_start import SFTRequired
