@@ -108,7 +108,7 @@ def main() -> None:
                 "peak_allocated_gib": None if peak is None else round(peak / GIB, 3),
                 "peak_over_estimate": None if peak is None else round(peak / trainer.total, 3),
                 "step_s": round(step_s, 2),
-                "loss": float(loss),
+                "loss": loss.item(),
             }
         )
     )
