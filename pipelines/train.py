@@ -18,10 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from drkernel.config.base import ConfigError, load_config
 from drkernel.config.train import TrainConfig
-from drkernel.train.memory_estimate import estimate_memory
+from drkernel.train.memory_estimate import estimate_memory, shape_differences
 from pipelines.cli import UsageError
 
 
@@ -73,6 +74,23 @@ def load_train_config(path: str | None, overrides: list[str], prog: str) -> Trai
         raise UsageError(f"{prog}: {e}") from None
 
 
+def check_model_shape(cfg: TrainConfig) -> None:
+    """Refuse a hardware.model that is not the shape of the policy folder the job would load (when it exists
+    here): the memory estimate would be of another model."""
+    if cfg.hardware.model is None or cfg.policy.model_path is None:
+        return
+    found = Path(cfg.policy.model_path) / "config.json"
+    if not found.is_file():
+        return
+    try:
+        hf = json.loads(found.read_text())
+    except (OSError, ValueError) as e:
+        raise UsageError(f"drkernel train: cannot read {found}: {e}") from None
+    wrong = shape_differences(cfg.hardware.model, hf)
+    if wrong:
+        raise UsageError(f"drkernel train: hardware.model is not the shape of {found}: {'; '.join(wrong)}")
+
+
 def run_overrides(args: argparse.Namespace) -> list[str]:
     """The command line's overrides plus the run folder that --output-dir or --resume RUN_FOLDER names."""
     if args.output_dir and args.resume:
@@ -84,6 +102,7 @@ def run_overrides(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     overrides = [*run_overrides(args), *(["logging.verbose=true"] if args.verbose else [])]
     cfg = load_train_config(args.config, overrides, "drkernel train")
+    check_model_shape(cfg)
     estimate = estimate_memory(cfg)
     if args.dry_run:
         print(json.dumps(cfg.model_dump(mode="json"), indent=2))

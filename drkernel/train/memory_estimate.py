@@ -50,6 +50,32 @@ def model_shape(cfg: TrainConfig) -> ModelShapeConfig:
     )
 
 
+HF_KEYS = {
+    "hidden_size": "hidden_size",
+    "num_layers": "num_hidden_layers",
+    "num_heads": "num_attention_heads",
+    "num_kv_heads": "num_key_value_heads",
+    "head_dim": "head_dim",
+    "intermediate_size": "intermediate_size",
+    "vocab_size": "vocab_size",
+    "tie_word_embeddings": "tie_word_embeddings",
+}
+
+
+def shape_differences(shape: ModelShapeConfig, hf_config: dict) -> list[str]:
+    """Fields where `shape` (hardware.model) differs from a model folder's config.json: the estimate would be
+    of another model. A config.json without head_dim means hidden_size / num_attention_heads (HF's default)."""
+    hf = dict(hf_config)
+    if "head_dim" not in hf and "hidden_size" in hf and "num_attention_heads" in hf:
+        hf["head_dim"] = hf["hidden_size"] // hf["num_attention_heads"]
+    hf.setdefault("tie_word_embeddings", False)
+    return [
+        f"hardware.model.{ours} is {getattr(shape, ours)!r}, the model's {theirs} is {hf.get(theirs)!r}"
+        for ours, theirs in HF_KEYS.items()
+        if hf.get(theirs) != getattr(shape, ours)
+    ]
+
+
 def embedding_parameters(s: ModelShapeConfig) -> int:
     """Input embedding plus (untied) LM head."""
     return s.vocab_size * s.hidden_size * (1 if s.tie_word_embeddings else 2)

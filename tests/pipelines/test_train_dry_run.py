@@ -31,3 +31,28 @@ def test_a_recipe_that_cannot_fit_is_refused_with_its_numbers(capsys):
     )
     assert main(["train", "--config", config, "trainer.num_workers=2"]) == 2  # the job itself refuses it too
     assert "does not fit" in capsys.readouterr().err
+
+
+def test_hardware_model_must_match_the_policy_folder(tmp_path, capsys):
+    recipe = load_config(TrainConfig, CONFIGS / "h200_qwen3_8b.yaml")
+    shape = recipe.hardware.model
+    hf = {
+        "hidden_size": shape.hidden_size,
+        "num_hidden_layers": shape.num_layers,
+        "num_attention_heads": shape.num_heads,
+        "num_key_value_heads": shape.num_kv_heads,
+        "head_dim": shape.head_dim,
+        "intermediate_size": shape.intermediate_size,
+        "vocab_size": shape.vocab_size,
+        "tie_word_embeddings": False,
+        "model_type": "qwen3",
+    }
+    (tmp_path / "config.json").write_text(json.dumps(hf))
+    args = ["train", "--config", str(CONFIGS / "h200_qwen3_8b.yaml"), "--dry-run", f"policy.model_path={tmp_path}"]
+    assert main(args) == 0
+    capsys.readouterr()
+    (tmp_path / "config.json").write_text(json.dumps(hf | {"num_hidden_layers": 40, "intermediate_size": 17408}))
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "hardware.model.num_layers is 36, the model's num_hidden_layers is 40" in err
+    assert "hardware.model.intermediate_size is 12288, the model's intermediate_size is 17408" in err
