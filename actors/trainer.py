@@ -114,6 +114,8 @@ class TrainerWorker:
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         self.model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=getattr(torch, tc.dtype))
         self.model.config.use_cache = False
+        if tc.gradient_checkpointing:  # non-reentrant: the form FSDP2 supports
+            self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.scorer = ResponseScorer(self.model)
         if self.backend.fsdp:
             from torch.distributed.device_mesh import init_device_mesh
@@ -250,11 +252,13 @@ class TrainerWorker:
 
     # ---- checkpoints --------------------------------------------------------------------------------------------
     def save_checkpoint(self, root: str, extra: dict[str, Any]) -> str | None:
-        """Write a checkpoint with the caller's `extra` plus the trainer's own state; returns its path (rank 0)."""
+        """Write a checkpoint with the caller's `extra` plus the trainer's own state; returns its path (rank 0).
+        Every rank writes its own model and optimizer shards; only the HF export's weights are gathered."""
         model_state = get_model_state_dict(self.scorer, options=FULL)
-        optim_state = get_optimizer_state_dict(self.scorer, self.optimizer, options=FULL)
-        if self.rank != 0:
-            return None
+        train_state = {
+            "model": get_model_state_dict(self.scorer),
+            "optim": get_optimizer_state_dict(self.scorer, self.optimizer),
+        }
         trainer_state = {
             "step": self.step,
             "calls": self.calls,
@@ -262,46 +266,37 @@ class TrainerWorker:
             "filter": filter_state_to_json(self.group_filter),
             "prs_rng": generator_state_to_json(self.prs_rng),
         }
-        hf_state = {k.removeprefix(PREFIX): v for k, v in model_state.items()}
+        hf_state = {k.removeprefix(PREFIX): v for k, v in model_state.items()} if self.rank == 0 else None
         path = ckpt.save_checkpoint(
             root,
             self.calls,
             model=self.model,
             tokenizer=self.tokenizer,
-            optimizer_state=optim_state,
+            train_state=train_state,
             config=self.cfg.model_dump(mode="json"),
             extra={"trainer": trainer_state, "job": extra},
             model_state=hf_state,
         )
-        return str(path)
+        return None if path is None else str(path)
 
     def load_checkpoint(self, path: str) -> dict[str, Any]:
         """Restore weights, optimizer, RNG, filter, PRS draws, step and version; returns the caller's extra.
 
-        Refuses a checkpoint whose config differs in a key that changes what is trained."""
-        from safetensors.torch import load_file
-
+        The shards may come from another world size (DCP reshards them). Refuses a checkpoint whose config
+        differs in a key that changes what is trained."""
         found = ckpt.load_checkpoint(path, self.cfg.model_dump(mode="json"))
-        weights: dict[str, torch.Tensor] = {}
-        for file in sorted(found.model_dir.glob("*.safetensors")):
-            weights.update(load_file(file))
-        full = {PREFIX + k: v for k, v in weights.items()}
-        options = StateDictOptions(full_state_dict=True, strict=False)
-        missing, unexpected = set_model_state_dict(self.scorer, full, options=options)
-        missing = [k for k in missing if not k.endswith("lm_head.weight") or not self.model.config.tie_word_embeddings]
-        if missing or unexpected:
-            raise ValueError(
-                f"checkpoint {found.path} does not fit the model: missing {missing[:5]}, "
-                f"unexpected {list(unexpected)[:5]}"
-            )
-        set_optimizer_state_dict(
-            self.scorer, self.optimizer, found.optimizer_state(), options=StateDictOptions(full_state_dict=True)
-        )
+        state = {
+            "model": get_model_state_dict(self.scorer),
+            "optim": get_optimizer_state_dict(self.scorer, self.optimizer),
+        }
+        found.load_train_state(state)
+        set_model_state_dict(self.scorer, state["model"])
+        set_optimizer_state_dict(self.scorer, self.optimizer, state["optim"])
         found.restore_rng()
-        state = found.extra["trainer"]
-        filter_state_from_json(self.group_filter, state["filter"])
-        generator_state_from_json(self.prs_rng, state["prs_rng"])
-        self.step, self.calls, self.version = int(state["step"]), int(state["calls"]), int(state["version"])
+        saved = found.extra["trainer"]
+        filter_state_from_json(self.group_filter, saved["filter"])
+        generator_state_from_json(self.prs_rng, saved["prs_rng"])
+        self.step, self.calls, self.version = int(saved["step"]), int(saved["calls"]), int(saved["version"])
         if self.publisher is not None:
             self.publisher.version = self.version
         return found.extra["job"]

@@ -7,8 +7,10 @@
 Each run writes into its own run folder, printed at start and end: --output-dir, else a new folder under
 ~/drkernel-runs (never Ray's temporary copy of the working dir); `--resume RUN_FOLDER` continues one.
 The config is validated before Ray starts (unknown keys and bad values fail naming the key; `--dry-run`
-prints the resolved config as JSON and exits). Under `ray job submit` the driver joins the job's cluster
-(RAY_ADDRESS is set for it); otherwise it starts a private local cluster, never attaching to a stranger's.
+prints the resolved config as JSON and the per-device memory estimate, and exits). A recipe whose estimate
+exceeds `hardware.device_memory_gib` or `hardware.devices` is refused before Ray starts, naming the numbers.
+Under `ray job submit` the driver joins the job's cluster (RAY_ADDRESS is set for it); otherwise it starts a
+private local cluster, never attaching to a stranger's.
 """
 
 from __future__ import annotations
@@ -16,15 +18,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from drkernel.config.base import ConfigError, load_config
 from drkernel.config.train import TrainConfig
+from drkernel.train.memory_estimate import estimate_memory, shape_differences
 from pipelines.cli import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, help="YAML recipe, e.g. configs/demo_cpu.yaml")
-    parser.add_argument("--dry-run", action="store_true", help="print the resolved config as JSON and exit")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the resolved config as JSON (stdout) and the per-device memory estimate (stderr), then exit",
+    )
     parser.add_argument(
         "--output-dir",
         default=None,
@@ -66,6 +74,23 @@ def load_train_config(path: str | None, overrides: list[str], prog: str) -> Trai
         raise UsageError(f"{prog}: {e}") from None
 
 
+def check_model_shape(cfg: TrainConfig) -> None:
+    """Refuse a hardware.model that is not the shape of the policy folder the job would load (when it exists
+    here): the memory estimate would be of another model."""
+    if cfg.hardware.model is None or cfg.policy.model_path is None:
+        return
+    found = Path(cfg.policy.model_path) / "config.json"
+    if not found.is_file():
+        return
+    try:
+        hf = json.loads(found.read_text())
+    except (OSError, ValueError) as e:
+        raise UsageError(f"drkernel train: cannot read {found}: {e}") from None
+    wrong = shape_differences(cfg.hardware.model, hf)
+    if wrong:
+        raise UsageError(f"drkernel train: hardware.model is not the shape of {found}: {'; '.join(wrong)}")
+
+
 def run_overrides(args: argparse.Namespace) -> list[str]:
     """The command line's overrides plus the run folder that --output-dir or --resume RUN_FOLDER names."""
     if args.output_dir and args.resume:
@@ -77,8 +102,14 @@ def run_overrides(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     overrides = [*run_overrides(args), *(["logging.verbose=true"] if args.verbose else [])]
     cfg = load_train_config(args.config, overrides, "drkernel train")
+    check_model_shape(cfg)
+    estimate = estimate_memory(cfg)
     if args.dry_run:
         print(json.dumps(cfg.model_dump(mode="json"), indent=2))
+        print(estimate.report(), file=sys.stderr)
+    if estimate.problems():
+        raise UsageError(f"drkernel train: the recipe does not fit: {'; '.join(estimate.problems())}")
+    if args.dry_run:
         return 0
     from actors.job import TrainJob  # Ray, torch and transformers only after the config is known good
     from drkernel.sft.warm_start import SFTRequired

@@ -87,10 +87,14 @@ def import_vllm(engine: str) -> tuple[type, type]:
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
     except ImportError as e:
-        extra = "npu" if engine == "vllm_ascend" else "cuda"
+        how = (
+            "requirements-npu.txt (README: Running on Ascend)"
+            if engine == "vllm_ascend"
+            else "pip install -e '.[cuda]'"
+        )
         raise RuntimeError(
-            f"policy.engine {engine!r} needs vLLM, which is not importable here ({e}); install the "
-            f"'{extra}' extra (pip install -e '.[{extra}]') on every node that hosts a policy replica"
+            f"policy.engine {engine!r} needs vLLM, which is not importable here ({e}); install it with "
+            f"{how} on every node that hosts a policy replica"
         ) from e
     return AsyncEngineArgs, AsyncLLM
 

@@ -128,6 +128,7 @@ class TrainerConfig(StrictModel):
     betas: tuple[float, float] = Field((0.9, 0.999), description="AdamW betas")
     max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping norm")
     micro_batch_size: int = Field(4, ge=1, description="sequences per forward/backward pass")
+    gradient_checkpointing: bool = Field(False, description="recompute each decoder layer in backward to save memory")
     publish_every: int = Field(1, ge=1, description="k: push weights to the policy every k steps")
     bucket_mb: int = Field(512, ge=1, le=2048, description="largest weight-push bucket in MB")
     checkpoint_every: int = Field(10, ge=1, description="m: checkpoint every m steps (and at the end)")
@@ -161,6 +162,29 @@ class TrainVerifierConfig(VerifierServeConfig):
         )
 
 
+class ModelShapeConfig(StrictModel):
+    """Shape of a Qwen3-style decoder, enough to count its parameters, activations and KV cache."""
+
+    hidden_size: int = Field(..., ge=1, description="width of the residual stream")
+    num_layers: int = Field(..., ge=1, description="decoder layers")
+    num_heads: int = Field(..., ge=1, description="query heads")
+    num_kv_heads: int = Field(..., ge=1, description="key/value heads (grouped-query attention)")
+    head_dim: int = Field(..., ge=1, description="width of one attention head")
+    intermediate_size: int = Field(..., ge=1, description="width of the SwiGLU MLP")
+    vocab_size: int = Field(..., ge=1, description="rows of the embedding and the LM head")
+    tie_word_embeddings: bool = Field(False, description="the LM head shares the embedding's weights")
+
+
+class HardwareConfig(StrictModel):
+    """What the job's memory estimate (drkernel.train.memory_estimate) checks the recipe against."""
+
+    devices: int | None = Field(None, ge=1, description="accelerators the job may use; null = not checked")
+    device_memory_gib: float | None = Field(None, gt=0, description="memory of one accelerator; null = not checked")
+    model: ModelShapeConfig | None = Field(
+        None, description="the policy's shape; null = the tiny model section (with tokenizer.vocab_size)"
+    )
+
+
 class LoggingConfig(StrictModel):
     """Where per-step metrics and trajectory samples go."""
 
@@ -187,6 +211,7 @@ class TrainConfig(SFTRecipeConfig):
     logging: LoggingConfig = Field(default_factory=LoggingConfig, description="metrics and samples")
     eval: EvalConfig = Field(default_factory=EvalConfig, description="`drkernel eval` settings")
     validation: ValidationConfig = Field(default_factory=ValidationConfig, description="held-out checks in training")
+    hardware: HardwareConfig = Field(default_factory=HardwareConfig, description="devices the memory estimate checks")
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainConfig:

@@ -1,10 +1,11 @@
-"""Training checkpoints: HF model + tokenizer, optimizer, RNG, the run's extra state and its provenance.
+"""Training checkpoints: sharded train state, HF model + tokenizer, RNG, the run's extra state and its provenance.
 
 Layout of one checkpoint (written to a temporary folder, then renamed, so a crash never leaves a half one):
 
     <root>/step_00000012/
         model/          HF save_pretrained (config, safetensors) + tokenizer: loadable by any HF/vLLM user
-        optimizer.pt    full (unsharded) optimizer state keyed by parameter name: any world size can load it
+        state/          torch.distributed.checkpoint of {"model", "optim"}: every rank writes its own shard (no
+                        rank gathers the optimizer), and any world size can load it (DCP reshards on load)
         rng.pt          torch/numpy/random (+ accelerator) RNG states (verl's BaseCheckpointManager helpers)
         extra.json      the caller's JSON-able state: data cursor, queue state, filter buffer, step, version...
         meta.json       step, resolved config, git commit, package versions, format version
@@ -12,6 +13,9 @@ Layout of one checkpoint (written to a temporary folder, then renamed, so a cras
 
 A resumed run must train the same thing: `check_compatible` allows only keys that change where or how fast
 the job runs (RESUMABLE_KEYS; total_steps may grow) and refuses any other difference, naming each key.
+
+Saving is collective when a process group is up: every rank calls `save_checkpoint` with its own shards, and
+the run folder must be storage every trainer node shares.
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 PACKAGES = ("drkernel-ray", "torch", "transformers", "ray", "verl", "triton", "numpy")
 
 # Config keys a resumed run may change: placement, resources, logging, the finished SFT stage. Everything
@@ -42,6 +48,7 @@ RESUMABLE_KEYS = (
     "trainer.cpus_per_worker",
     "trainer.num_threads",
     "trainer.micro_batch_size",
+    "trainer.gradient_checkpointing",
     "policy.engine",
     "policy.model_path",
     "policy.device",
@@ -77,6 +84,7 @@ RESUMABLE_KEYS = (
     "verifier.api_token_env",
     "verifier.injected_latency_s",
     "logging.*",
+    "hardware.*",
     "rl_data.num_epochs",
     "sft.*",
     "data.*",
@@ -101,8 +109,10 @@ class Checkpoint:
     def model_dir(self) -> Path:
         return self.path / "model"
 
-    def optimizer_state(self) -> dict[str, Any]:
-        return torch.load(self.path / "optimizer.pt", map_location="cpu", weights_only=False)
+    def load_train_state(self, state: dict[str, Any]) -> None:
+        """Fill `state` ({"model": ..., "optim": ...} as this rank holds them, sharded or not) in place from the
+        saved shards, whatever world size wrote them (collective when a process group is up)."""
+        dcp.load(state, checkpoint_id=self.path / "state")
 
     def restore_rng(self) -> None:
         _rng_helpers().load_rng_state(torch.load(self.path / "rng.pt", weights_only=False))
@@ -178,34 +188,50 @@ def _json_or_raise(data: Any, what: str) -> str:
         raise ValueError(f"{what} must be JSON-able: {e}") from None
 
 
+def _barrier() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+def _rank() -> int:
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+
+
 def save_checkpoint(
     root: str | Path,
     step: int,
     *,
     model: Any,
     tokenizer: Any,
-    optimizer_state: Mapping[str, Any],
+    train_state: Mapping[str, Any],
     config: Mapping[str, Any],
     extra: Mapping[str, Any],
     model_state: Mapping[str, torch.Tensor] | None = None,
-) -> Path:
-    """Write checkpoint `step` under `root` and point `root/latest` at it; returns its folder.
+) -> Path | None:
+    """Write checkpoint `step` under `root` and point `root/latest` at it; returns its folder on rank 0.
 
-    `model` is the HF model (its config and save logic); `model_state`, when given, is the full state dict to
-    save instead of the model's own (an FSDP rank 0 passes the gathered one). `optimizer_state` should be the
-    full state (torch.distributed.checkpoint.state_dict.get_optimizer_state_dict with full_state_dict=True).
+    Every rank calls this (collective under a process group). `train_state` is this rank's {"model", "optim"}
+    (torch.distributed.checkpoint.state_dict's sharded state dicts); it is written shard by shard. `model` is the
+    HF model (its config and save logic); `model_state`, when given, is the full state dict rank 0 exports instead
+    of the model's own (an FSDP rank 0 passes the gathered one).
     """
     root = Path(root)
+    rank = _rank()
     extra_text = _json_or_raise(dict(extra), "extra checkpoint state")
     meta = {"format": FORMAT_VERSION, "step": int(step), "config": dict(config), **provenance()}
     meta_text = _json_or_raise(meta, "config")
     name = f"step_{step:08d}"
     final, tmp = root / name, root / f".{name}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "model").mkdir(parents=True)
+    if rank == 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        (tmp / "model").mkdir(parents=True)
+    _barrier()
+    dcp.save(dict(train_state), checkpoint_id=tmp / "state")
+    if rank != 0:
+        _barrier()
+        return None
     model.save_pretrained(tmp / "model", state_dict=dict(model_state) if model_state is not None else None)
     tokenizer.save_pretrained(tmp / "model")
-    torch.save(dict(optimizer_state), tmp / "optimizer.pt")
     torch.save(_rng_helpers().get_rng_state(), tmp / "rng.pt")
     (tmp / "extra.json").write_text(extra_text)
     (tmp / "meta.json").write_text(meta_text)
@@ -215,6 +241,7 @@ def save_checkpoint(
     latest_tmp = root / ".latest.tmp"
     latest_tmp.write_text(name + "\n")
     latest_tmp.replace(root / "latest")
+    _barrier()  # no rank returns (and no rank's caller moves on) before the checkpoint is complete
     return final
 
 
@@ -238,7 +265,7 @@ def load_checkpoint(path: str | Path, config: Mapping[str, Any] | None = None) -
     meta = json.loads((path / "meta.json").read_text())
     if meta.get("format") != FORMAT_VERSION:
         raise IncompatibleCheckpoint(f"{path}: checkpoint format {meta.get('format')!r}, expected {FORMAT_VERSION}")
-    for needed in ("model/config.json", "optimizer.pt", "rng.pt", "extra.json"):
+    for needed in ("model/config.json", "state/.metadata", "rng.pt", "extra.json"):
         if not (path / needed).exists():
             raise FileNotFoundError(f"checkpoint {path} is missing {needed}")
     if config is not None:

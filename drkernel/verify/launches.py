@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from drkernel.verify.ascend_grid import check_programs, launch_grid
+
 
 @dataclass
 class Launch:
@@ -71,8 +73,9 @@ def jit_functions(module: ModuleType) -> list[Any]:
 class LaunchRecorder:
     """Installed once per evaluation child, before the candidate is imported."""
 
-    def __init__(self, candidate_file: str) -> None:
+    def __init__(self, candidate_file: str, max_programs: int | None = None) -> None:
         self.candidate_file = candidate_file
+        self.max_programs = max_programs  # triton-ascend's per-launch limit on NPU (drkernel/verify/ascend_grid.py)
         self.candidate_names: set[str] = set()
         self._window: Window | None = None
         self._patched: list[tuple[type, Any]] = []
@@ -103,6 +106,8 @@ class LaunchRecorder:
         def run(jit_self: Any, *args: Any, **kwargs: Any) -> Any:
             if kwargs.get("warmup"):
                 return original(jit_self, *args, **kwargs)
+            if recorder.max_programs is not None:
+                check_programs(launch_grid(jit_self, args, kwargs), recorder.max_programs)
             launch = recorder._note_jit(jit_self)
             outer, recorder._current = recorder._current, launch
             foreign = [0.0]

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from drkernel.verify import protocol
+from drkernel.verify.ascend_grid import MAX_PROGRAMS as ASCEND_MAX_PROGRAMS
 from drkernel.verify.devices import Backend
 from drkernel.verify.launches import LaunchRecorder
 from drkernel.verify.sandbox import descendants
@@ -112,6 +113,7 @@ _TRITON_COMPILE_ERRORS = {
     "UnsupportedLanguageConstruct",
     "MLIRCompilationError",
     "InterpreterError",
+    "AscendGridTooLarge",
 }
 
 
@@ -148,7 +150,7 @@ class Observer:
     ) -> None:
         self.backend, self.path, self.require_triton = backend, model_file, require_triton
         self.watch_process = watch_process  # tamper and side-process checks: the candidate's process only
-        self.recorder = LaunchRecorder(model_file)
+        self.recorder = LaunchRecorder(model_file, ASCEND_MAX_PROGRAMS if backend.name == "npu" else None)
         self.kernel_names: set[str] = set(kernel_names)
         self.tampered: list[str] = []
         self.decoy_calls: list[str] = []

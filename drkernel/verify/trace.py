@@ -36,6 +36,7 @@ from torch.utils._pytree import tree_flatten
 
 from drkernel.perfmodel.aten_count import is_free, op_name
 from drkernel.verify import protocol
+from drkernel.verify.ascend_grid import launch_grid
 
 MAX_STATE = 256  # committed state tensors
 MAX_EVENTS = 512
@@ -215,10 +216,7 @@ class TraceRecorder(TorchDispatchMode):
         names = list(getattr(jit_obj, "arg_names", []))
         bound = dict(zip(names, args))
         bound.update({k: v for k, v in kwargs.items() if k in names})
-        grid = kwargs.get("grid")
-        if callable(grid):
-            grid = grid(dict(bound))
-        grid = [int(g) for g in (grid if isinstance(grid, (list, tuple)) else (grid,))]
+        grid = launch_grid(jit_obj, args, kwargs)
         if not 1 <= len(grid) <= 3:
             raise TraceError("a grid has one to three dimensions")
         self._event(

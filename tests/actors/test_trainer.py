@@ -4,6 +4,7 @@ over gloo agreeing with one process; and the pure backend choice for every devic
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 import ray
@@ -145,6 +146,29 @@ def test_fsdp2_over_gloo_matches_one_process(ray_cluster, model_path, tmp_path):
     assert sums[1].keys() == sums[2].keys()
     for name in sums[1]:
         torch.testing.assert_close(sums[2][name], sums[1][name], rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_two_rank_shards_resume_on_one_rank(ray_cluster, model_path, tmp_path):
+    """Each rank writes its own shard; one rank loads both (DCP reshards) and steps as the two ranks do."""
+    two = create_trainer_group(_config(tmp_path, num_workers=2, cpus_per_worker=0.5), model_path)
+    assert all(m["train/stepped"] == 1.0 for m in ray.get([r.train_step.remote(_groups("a")) for r in two]))
+    paths = ray.get([r.save_checkpoint.remote(str(tmp_path / "ckpt"), {"cursor": 3}) for r in two])
+    assert paths[1] is None
+    assert sorted(p.name for p in (Path(paths[0]) / "state").glob("*.distcp")) == ["__0_0.distcp", "__1_0.distcp"]
+    saved = ray.get([r.checksum.remote() for r in two])[0]
+    ray.get([r.train_step.remote(_groups("b")) for r in two])
+    stepped = ray.get([r.state_dict_for_push.remote() for r in two])[0]
+    ray.get([r.shutdown.remote() for r in two])
+
+    (one,) = create_trainer_group(_config(tmp_path, num_workers=1), model_path)
+    assert ray.get(one.load_checkpoint.remote(paths[0])) == {"cursor": 3}
+    assert ray.get(one.checksum.remote()) == saved
+    ray.get(one.train_step.remote(_groups("b")))  # Adam's moments came back: the next step lands where 2 ranks' did
+    resumed = ray.get(one.state_dict_for_push.remote())
+    for name in stepped:
+        torch.testing.assert_close(resumed[name], stepped[name], rtol=1e-4, atol=1e-5, msg=name)
+    for actor in (*two, one):
+        ray.kill(actor)
 
 
 def _holds_trajectories(value) -> bool:

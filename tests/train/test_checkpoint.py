@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 from torch.distributed.checkpoint.state_dict import (
-    StateDictOptions,
+    get_model_state_dict,
     get_optimizer_state_dict,
+    set_model_state_dict,
     set_optimizer_state_dict,
 )
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -29,7 +30,10 @@ from drkernel.train.checkpoint import (
 )
 
 SMALL = TinyModelConfig(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, head_dim=32, intermediate_size=128)
-FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)
+
+
+def _train_state(model, optimizer):
+    return {"model": get_model_state_dict(model), "optim": get_optimizer_state_dict(model, optimizer)}
 
 
 def _trained(tokenizer):
@@ -54,7 +58,7 @@ def test_round_trip_restores_weights_optimizer_rng_and_extra(tmp_path):
         3,
         model=model,
         tokenizer=tokenizer,
-        optimizer_state=get_optimizer_state_dict(model, optimizer, options=FULL),
+        train_state=_train_state(model, optimizer),
         config=config,
         extra=extra,
     )
@@ -68,8 +72,13 @@ def test_round_trip_restores_weights_optimizer_rng_and_extra(tmp_path):
     restored = AutoModelForCausalLM.from_pretrained(ckpt.model_dir)
     assert state_checksum(restored.state_dict()) == state_checksum(model.state_dict())
     assert AutoTokenizer.from_pretrained(ckpt.model_dir).encode("import triton") == tokenizer.encode("import triton")
-    fresh_opt = torch.optim.AdamW(restored.parameters(), lr=5.0)
-    set_optimizer_state_dict(restored, fresh_opt, ckpt.optimizer_state(), options=FULL)
+    fresh = build_tiny_model(SMALL.model_copy(update={"seed": 5}), tokenizer)
+    fresh_opt = torch.optim.AdamW(fresh.parameters(), lr=5.0)
+    state = _train_state(fresh, fresh_opt)
+    ckpt.load_train_state(state)
+    set_model_state_dict(fresh, state["model"])
+    set_optimizer_state_dict(fresh, fresh_opt, state["optim"])
+    assert state_checksum(fresh.state_dict()) == state_checksum(model.state_dict())
     assert fresh_opt.param_groups[0]["lr"] == 1e-3
     a, b = optimizer.state_dict()["state"], fresh_opt.state_dict()["state"]
     assert all(torch.equal(a[k]["exp_avg_sq"], b[k]["exp_avg_sq"]) for k in a)
@@ -104,26 +113,24 @@ def test_load_refuses_incompatible_or_missing_and_save_refuses_unserialisable(tm
     tokenizer = build_tokenizer(["x = 1", "y = 2"] * 4, vocab_size=300)
     model, optimizer = _trained(tokenizer)
     config = TrainConfig().model_dump(mode="json")
-    state = get_optimizer_state_dict(model, optimizer, options=FULL)
+    state = _train_state(model, optimizer)
     with pytest.raises(ValueError, match="extra checkpoint state must be JSON-able"):
         save_checkpoint(
             tmp_path,
             1,
             model=model,
             tokenizer=tokenizer,
-            optimizer_state=state,
+            train_state=state,
             config=config,
             extra={"filter": torch.zeros(2)},
         )
     assert latest_checkpoint(tmp_path) is None
-    path = save_checkpoint(
-        tmp_path, 1, model=model, tokenizer=tokenizer, optimizer_state=state, config=config, extra={}
-    )
+    path = save_checkpoint(tmp_path, 1, model=model, tokenizer=tokenizer, train_state=state, config=config, extra={})
     other = TrainConfig.model_validate({"queue": {"groups_per_step": 8}}).model_dump(mode="json")
     with pytest.raises(IncompatibleCheckpoint, match="queue.groups_per_step: checkpoint 4, now 8"):
         load_checkpoint(path, other)
-    (path / "optimizer.pt").unlink()
-    with pytest.raises(FileNotFoundError, match="optimizer.pt"):
+    (path / "state" / ".metadata").unlink()
+    with pytest.raises(FileNotFoundError, match="state/.metadata"):
         load_checkpoint(path)
     with pytest.raises(FileNotFoundError, match="no checkpoint"):
         load_checkpoint(tmp_path / "nowhere")

@@ -392,3 +392,37 @@ def test_files_and_loaders_on_any_object_are_forbidden():
     ):
         result = check_source(KERNEL + "\n" + line + "\n")
         assert not result.passed and result.kind == "forbidden", (line, result)
+
+
+ASCEND_KERNEL = """
+import torch
+import torch_npu
+import triton
+import triton.language as tl
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x, y):
+        out = torch.empty_like(x)
+        n = x.numel()
+        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+        return out
+"""
+
+
+def test_an_honest_ascend_kernel_passes_and_torch_npu_keeps_the_rules():
+    result = check_source(ASCEND_KERNEL)
+    assert result.passed, result.violations
+    for line, needle in (
+        ("s = torch_npu.npu.Stream()", "forbidden API torch_npu.npu.Stream"),
+        ("p = torch_npu.profiler.profile", "forbidden API torch_npu.profiler"),
+        ("torch_npu.npu.memory.empty_cache()", "forbidden API torch_npu.npu.memory"),
+        ("torch_npu.distributed.barrier()", "forbidden API torch_npu.distributed"),
+    ):
+        bad = check_source(ASCEND_KERNEL + "\n" + line + "\n")
+        assert not bad.passed and any(needle in v for v in bad.violations), (line, bad.violations)
