@@ -27,16 +27,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "e2e"))
 sys.path.insert(0, str(REPO))
 
-from conftest import recipe_overrides  # noqa: E402
-
 from drkernel.config.base import load_config  # noqa: E402
+from drkernel.config.tiny_recipe import TINY_TASKS, tiny_recipe_overrides  # noqa: E402
 from drkernel.config.train import TrainConfig  # noqa: E402
 from drkernel.tasks import library_path  # noqa: E402
 
-TASKS = ("add", "relu")
 KEYS = ("rollout/correct_rate", "rollout/fast1_in_all", "rollout/reward_mean")
 VAL_KEYS = ("val/fast@0", "val/fast@1", "val/fast@0/turn1", "val/reward_mean")
 
@@ -44,7 +41,7 @@ VAL_KEYS = ("val/fast@0", "val/fast@1", "val/fast@0/turn1", "val/reward_mean")
 def warm_start(root: Path, tasks: list[str], epochs: int) -> list[str]:
     """The experiment's recipe (tiny model, its own SFT checkpoint, made once) as overrides."""
     overrides = [
-        *recipe_overrides(root),
+        *tiny_recipe_overrides(root),
         f"sft.epochs={epochs}",
         "verifier.options.num_correct_trials=1",
         "verifier.options.measure_performance=true",
@@ -110,7 +107,7 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=2)
     ap.add_argument("--sft-epochs", type=int, default=30)
     ap.add_argument("--val-samples", type=int, default=4, help="validation samples per task at step 0 and the end")
-    ap.add_argument("--tasks", nargs="+", default=list(TASKS))
+    ap.add_argument("--tasks", nargs="+", default=list(TINY_TASKS))
     ap.add_argument("--out", default="runs/learning")
     a = ap.parse_args()
     root = Path(a.out).resolve()

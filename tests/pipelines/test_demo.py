@@ -86,6 +86,7 @@ def test_summary_and_plots_from_the_run_metrics(tmp_path):
     saved = json.loads((out / "summary.json").read_text())
     assert saved == result and saved["note"] == cpu_note(cfg) and "trained_group_ids" not in saved
     assert saved["tokens_per_s_end_to_end"] == 20.0 and saved["sft_wall_s"] == 0.0 and saved["commit"] == "abc"
-    assert saved["plots"] == ["reward.png", "rates.png", "turns.png", "speedup.png", "staleness.png", "throughput.png"]
+    plots = ["reward.png", "rates.png", "turns.png", "speedup.png", "validation.png", "staleness.png", "throughput.png"]
+    assert saved["plots"] == plots
     for name in saved["plots"]:
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
