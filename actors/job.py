@@ -406,7 +406,7 @@ class TrainJob:
                 "rollout/verifier_calls": float(verified),
                 "rollout/verifier_s_per_call": batch["verify_s"] / max(verified, 1),
                 "throughput/tokens_per_s": (tokens_so_far + tokens) / max(time.monotonic() - t_run, 1e-9),
-                "queue/ready": float(queue.get("ready", queue.get("num_ready", 0))),
+                "queue/ready": float(queue["ready"]),
                 "queue/running": float(queue.get("running", 0)),
                 "queue/dropped": float(queue.get("dropped", 0)),
                 "time/step_s": time.monotonic() - t0,
