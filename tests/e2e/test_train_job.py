@@ -192,7 +192,15 @@ def test_a_killed_job_resumes_where_an_unbroken_run_ends(ray_cluster, tiny_recip
     assert 0 < saved["tokens_per_s_end_to_end"] < saved["tokens_per_s_rl_loop"]  # setup counts end to end only
     assert len(saved["config_digest"]) == 16
     plots = sorted(p.name for p in (tmp_path / "a" / "plots").glob("*.png"))
-    assert plots == ["rates.png", "reward.png", "speedup.png", "staleness.png", "throughput.png", "turns.png"]
+    assert plots == [
+        "rates.png",
+        "reward.png",
+        "speedup.png",
+        "staleness.png",
+        "throughput.png",
+        "turns.png",
+        "validation.png",
+    ]
     assert resumed["policy_versions"] == unbroken["policy_versions"] == 3
     assert Counter(resumed["trained_group_ids"]) == Counter(unbroken["trained_group_ids"])
 
