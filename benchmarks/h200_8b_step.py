@@ -23,7 +23,7 @@ from transformers import Qwen3Config, Qwen3ForCausalLM
 from drkernel.config.base import load_config
 from drkernel.config.train import TrainConfig
 from drkernel.rl.update import ResponseScorer
-from drkernel.train.memory_estimate import GIB, estimate_memory
+from drkernel.train.memory_estimate import GIB, estimate_memory, hf_config_fields
 
 
 def _accelerator(device: str) -> object:
@@ -57,18 +57,7 @@ def main() -> None:
     acc = None if args.device == "cpu" else _accelerator(args.device)
 
     torch.manual_seed(0)
-    hf = Qwen3Config(
-        hidden_size=shape.hidden_size,
-        num_hidden_layers=shape.num_layers,
-        num_attention_heads=shape.num_heads,
-        num_key_value_heads=shape.num_kv_heads,
-        head_dim=shape.head_dim,
-        intermediate_size=shape.intermediate_size,
-        vocab_size=shape.vocab_size,
-        tie_word_embeddings=shape.tie_word_embeddings,
-        max_position_embeddings=rc.max_context_tokens,
-        use_cache=False,
-    )
+    hf = Qwen3Config(**hf_config_fields(shape), max_position_embeddings=rc.max_context_tokens, use_cache=False)
     with torch.device(device):
         model = Qwen3ForCausalLM(hf).to(dtype)
     if tc.gradient_checkpointing:

@@ -62,6 +62,11 @@ HF_KEYS = {
 }
 
 
+def hf_config_fields(shape: ModelShapeConfig) -> dict:
+    """`shape` as transformers' Qwen3Config keyword arguments: the model the estimate is of."""
+    return {theirs: getattr(shape, ours) for ours, theirs in HF_KEYS.items()}
+
+
 def shape_differences(shape: ModelShapeConfig, hf_config: dict) -> list[str]:
     """Fields where `shape` (hardware.model) differs from a model folder's config.json: the estimate would be
     of another model. A config.json without head_dim means hidden_size / num_attention_heads (HF's default)."""

@@ -13,6 +13,7 @@ from drkernel.config.train import ModelShapeConfig, TrainConfig
 from drkernel.train.memory_estimate import (
     GIB,
     estimate_memory,
+    hf_config_fields,
     kv_bytes_per_token,
     layer_activation_bytes,
     logit_bytes,
@@ -57,18 +58,7 @@ def test_counts_by_hand():
 @pytest.mark.parametrize("tied", [True, False])
 def test_parameter_count_matches_the_hf_model(tied):
     shape = SMALL.model_copy(update={"tie_word_embeddings": tied})
-    model = Qwen3ForCausalLM(
-        Qwen3Config(
-            hidden_size=shape.hidden_size,
-            num_hidden_layers=shape.num_layers,
-            num_attention_heads=shape.num_heads,
-            num_key_value_heads=shape.num_kv_heads,
-            head_dim=shape.head_dim,
-            intermediate_size=shape.intermediate_size,
-            vocab_size=shape.vocab_size,
-            tie_word_embeddings=tied,
-        )
-    )
+    model = Qwen3ForCausalLM(Qwen3Config(**hf_config_fields(shape)))
     assert parameter_count(shape) == sum(p.numel() for p in model.parameters())
 
 
