@@ -11,6 +11,7 @@ rounds and is marked errored: the metrics count it as a failure (drkernel.eval.m
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 from drkernel.config.train import RolloutConfig
@@ -60,31 +61,35 @@ def continue_from(task: TaskRow, best: Turn, tokenizer: Any, cfg: RolloutConfig)
     return TaskRow.model_validate({**task.to_record(), "prompt": opening})
 
 
+@dataclass(frozen=True)
+class EpisodeSettings:
+    """What every sample of an evaluation shares: the judge, the tokenizer, the episode loop's settings, how many
+    scaling rounds each sample runs and how long one round may take (None: no limit)."""
+
+    verify: VerifyFn
+    tokenizer: Any
+    cfg: RolloutConfig
+    reward_cfg: RewardConfig
+    rounds: int = 1
+    timeout_s: float | None = None
+
+
 async def run_sample(
-    task: TaskRow,
-    name: str,
-    index: int,
-    generate: GenerateFn,
-    verify: VerifyFn,
-    tokenizer: Any,
-    cfg: RolloutConfig,
-    reward_cfg: RewardConfig,
-    rounds: int = 1,
-    timeout_s: float | None = None,
+    task: TaskRow, name: str, index: int, generate: GenerateFn, s: EpisodeSettings
 ) -> tuple[SampleRecord, list[Trajectory]]:
-    """One sample: `rounds` episodes, each continuing from the best kernel so far; errors end it, recorded."""
+    """One sample: `s.rounds` episodes, each continuing from the best kernel so far; errors end it, recorded."""
     record = SampleRecord(task=name, sample=index)
     trajectories: list[Trajectory] = []
     turns: list[Turn] = []
     current = task
-    for r in range(rounds):
+    for r in range(s.rounds):
         try:
             traj = await asyncio.wait_for(
-                run_episode(current, f"eval:{name}:r{r}", index, generate, verify, tokenizer, cfg, reward_cfg),
-                timeout_s,
+                run_episode(current, f"eval:{name}:r{r}", index, generate, s.verify, s.tokenizer, s.cfg, s.reward_cfg),
+                s.timeout_s,
             )
         except TimeoutError:
-            record.error = f"timeout: round {r + 1} took longer than {timeout_s:g} s"
+            record.error = f"timeout: round {r + 1} took longer than {s.timeout_s:g} s"
             break
         except Exception as e:  # a sample that breaks is a failed sample, never a dropped one
             record.error = f"{type(e).__name__}: {e}"[:500]
@@ -93,8 +98,8 @@ async def run_sample(
         turns += traj.turns
         record.turns += [outcome(t) for t in traj.turns]
         best = best_turn(turns)
-        if best is not None and r + 1 < rounds:
-            current = continue_from(task, best, tokenizer, cfg)
+        if best is not None and r + 1 < s.rounds:
+            current = continue_from(task, best, s.tokenizer, s.cfg)
     best = best_turn(turns)
     record.kernel = best.code if best is not None else None
     record.last_text = turns[-1].text[-TEXT_KEPT:] if turns else None
@@ -102,22 +107,8 @@ async def run_sample(
 
 
 async def run_task(
-    task: TaskRow,
-    name: str,
-    samples: int,
-    generate: GenerateFn,
-    verify: VerifyFn,
-    tokenizer: Any,
-    cfg: RolloutConfig,
-    reward_cfg: RewardConfig,
-    rounds: int = 1,
-    timeout_s: float | None = None,
+    task: TaskRow, name: str, samples: int, generate: GenerateFn, s: EpisodeSettings
 ) -> list[SampleRecord]:
     """The task's `samples` samples, concurrently, in sample order."""
-    results = await asyncio.gather(
-        *(
-            run_sample(task, name, i, generate, verify, tokenizer, cfg, reward_cfg, rounds, timeout_s)
-            for i in range(samples)
-        )
-    )
+    results = await asyncio.gather(*(run_sample(task, name, i, generate, s) for i in range(samples)))
     return [record for record, _ in results]

@@ -14,7 +14,7 @@ from typing import Any
 from drkernel.config.eval import EvalConfig
 from drkernel.config.train import RolloutConfig
 from drkernel.data.schema import TaskRow
-from drkernel.eval.episodes import run_task
+from drkernel.eval.episodes import EpisodeSettings, run_task
 from drkernel.eval.store import RecordStore
 from drkernel.rl.rewards import RewardConfig
 from drkernel.rollout.episode import GenerateFn, VerifyFn
@@ -46,21 +46,11 @@ async def evaluate_tasks(
     `generate_for(name, row)` is the task's policy (the same one for a model; fixed answers differ per task)."""
     todo = [(name, row) for name, row in tasks if name not in store.done][:limit]
     slots = asyncio.Semaphore(ev.tasks_at_once)
+    settings = EpisodeSettings(verify, tokenizer, cfg, reward_cfg, ev.rounds, ev.sample_timeout_s)
 
     async def one(name: str, row: TaskRow) -> None:
         async with slots:
-            records = await run_task(
-                row,
-                name,
-                ev.samples_per_task,
-                generate_for(name, row),
-                verify,
-                tokenizer,
-                cfg,
-                reward_cfg,
-                ev.rounds,
-                ev.sample_timeout_s,
-            )
+            records = await run_task(row, name, ev.samples_per_task, generate_for(name, row), settings)
         store.add(name, records)
         on_task(name)
 

@@ -13,7 +13,7 @@ from typing import Any
 from drkernel.config.eval import EvalConfig, ValidationConfig
 from drkernel.config.train import RolloutConfig
 from drkernel.data.schema import TaskRow
-from drkernel.eval.episodes import run_task
+from drkernel.eval.episodes import EpisodeSettings, run_task
 from drkernel.eval.metrics import summarize
 from drkernel.eval.runner import episode_config
 from drkernel.rl.rewards import RewardConfig
@@ -47,10 +47,11 @@ async def validate(
     ev = EvalConfig(samples_per_task=vcfg.samples_per_task, max_turns=vcfg.max_turns, temperature=vcfg.temperature)
     cfg = episode_config(rollout, ev)
     slots = asyncio.Semaphore(tasks_at_once)
+    settings = EpisodeSettings(verify, tokenizer, cfg, reward_cfg)
 
     async def one(name: str, row: TaskRow) -> list:
         async with slots:
-            return await run_task(row, name, ev.samples_per_task, generate, verify, tokenizer, cfg, reward_cfg)
+            return await run_task(row, name, ev.samples_per_task, generate, settings)
 
     per_task = await asyncio.gather(*(one(name, row) for name, row in tasks))
     return flat_metrics(summarize([r for records in per_task for r in records], ev.fast_p, (1,)))

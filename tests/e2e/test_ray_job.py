@@ -32,6 +32,7 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 STEPS = 50  # never reached: the job is stopped after its second step
+MARK = "DRKERNEL_TEST_CLUSTER"
 
 
 def _ports(n: int) -> list[int]:
@@ -94,6 +95,7 @@ def two_node_cluster(ray_cluster, tmp_path_factory):
         "PYTHONPATH": str(REPO),
         "RAY_USAGE_STATS_ENABLED": "0",
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        MARK: str(temp_dir),  # inherited by every process of this cluster, and only by those
     }
     mark = re.compile(rf"{re.escape(str(temp_dir))}|:{gcs}\b")
     try:
@@ -113,7 +115,7 @@ def two_node_cluster(ray_cluster, tmp_path_factory):
         assert head.returncode == 0, head.stderr[-3000:]
         worker = _ray("start", f"--address=127.0.0.1:{gcs}", "--num-cpus=3", *_node_ports(ports[6:12]), env=env)
         assert worker.returncode == 0, worker.stderr[-3000:]
-        yield {"address": f"http://127.0.0.1:{dashboard}", "env": env, "serve_http": serve_http}
+        yield {"address": f"http://127.0.0.1:{dashboard}", "env": env, "serve_http": serve_http, "mark": str(temp_dir)}
     finally:
         procs = _cluster_processes(mark)
         for proc in procs:
@@ -167,10 +169,16 @@ def _logs(cluster: dict, job: str) -> str:
     return _ray("job", "logs", "--address", cluster["address"], job, env=cluster["env"]).stdout
 
 
-def _engines_and_forkservers() -> set[str]:
-    """Serve replicas of this job's apps and fork-servers running on this host."""
+def _engines_and_forkservers(mark: str) -> set[str]:
+    """Serve replicas of this job's apps and fork-servers of this cluster (its processes carry `mark` in their
+    environment: the session cluster and other test runs on the host start fork-servers of their own)."""
     left = set()
     for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if proc.environ().get(MARK) != mark:
+                continue
+        except psutil.Error:
+            continue
         cmd = " ".join(proc.info["cmdline"] or [])
         ours = "multiprocessing.forkserver" in cmd and "drkernel.verify" in cmd  # not Ray's dashboard fork-servers
         if "drkernel-train-policy" in cmd or "drkernel-train-verifier" in cmd or ours:
@@ -181,7 +189,7 @@ def _engines_and_forkservers() -> set[str]:
 def test_submitted_job_runs_on_the_worker_node_and_stop_leaves_nothing(two_node_cluster, tiny_recipe, tmp_path):
     _, overrides = tiny_recipe
     cluster = two_node_cluster
-    before = _engines_and_forkservers()
+    before = _engines_and_forkservers(cluster["mark"])
     run = tmp_path / "run"
 
     job = _submit(
@@ -210,13 +218,16 @@ def test_submitted_job_runs_on_the_worker_node_and_stop_leaves_nothing(two_node_
     roles = ("TrainerWorker", "RolloutWorker", ":PolicyReplica", ":Verifier")
     assert not [name for name in on_head if name.endswith(roles)], on_head
 
+    running = _engines_and_forkservers(cluster["mark"]) - before
+    assert any("drkernel-train-policy" in cmd for cmd in running), running  # what the check after the stop sees
+
     stop = _ray("job", "stop", "--address", cluster["address"], job, env=cluster["env"], timeout=180)
     assert stop.returncode == 0, stop.stderr[-2000:]
     assert _status(cluster, job) == "STOPPED", _logs(cluster, job)[-3000:]
     deadline = time.monotonic() + 180  # a loaded 2-core box takes its time to reap a killed replica's children
-    while _engines_and_forkservers() - before and time.monotonic() < deadline:
+    while _engines_and_forkservers(cluster["mark"]) - before and time.monotonic() < deadline:
         time.sleep(1)
-    left = sorted(_engines_and_forkservers() - before)
+    left = sorted(_engines_and_forkservers(cluster["mark"]) - before)
     assert not left, f"engines or fork-servers outlived `ray job stop`: {left}"
     assert (run / "sft" / "config.json").is_file()  # the SFT checkpoint the worker node wrote, in the run folder
     steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
