@@ -46,6 +46,7 @@ class TrajectoryQueue:
         self._gate_open.set()
         self._completing = 0  # puts/fails whose verdict from the prompt source is on its way
         self._dropped_ids: list[str] = []
+        self._released_workers: set[str] = set()  # dead or stopped: never admitted again
         self._started = time.monotonic()
         self._gauges = RunGauges("queue", QUEUE_SERIES, run)
 
@@ -67,9 +68,13 @@ class TrajectoryQueue:
         return True
 
     async def try_admit(self, worker_id: str, timeout_s: float = 0.0) -> Admission | None:
-        """A running slot for one prompt group, waiting up to `timeout_s` for the budget to allow it."""
+        """A running slot for one prompt group, waiting up to `timeout_s` for the budget to allow it. None for a
+        worker whose slots were released: a call it made before it died may still be waiting here, and a slot
+        it took after its release would never be given back (the trainer then waits on it for good)."""
         deadline = time.monotonic() + timeout_s
         while True:
+            if worker_id in self._released_workers:
+                return None
             admission = self._ctl.try_admit(worker_id)
             if admission is not None:
                 self._notify()
@@ -85,6 +90,7 @@ class TrajectoryQueue:
 
     async def release_worker(self, worker_id: str) -> int:
         """Free the slots of a dead or stopped worker (the pool then re-issues its groups)."""
+        self._released_workers.add(worker_id)
         freed = self._ctl.release_worker(worker_id)
         self._notify()
         return len(freed)

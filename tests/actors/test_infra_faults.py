@@ -79,7 +79,7 @@ def test_a_sample_that_meets_two_verifier_deaths_sends_its_group_back_to_the_lin
 
     async def main():
         run = asyncio.ensure_future(worker.run.remote())
-        result = await train_loop(queue, policy, 3, 1, seed=2, deadline_s=240)
+        result = await train_loop(queue, policy, 3, 1, seed=2, stall_s=240)
         return result, await run
 
     result, worker_stats = asyncio.run(main())

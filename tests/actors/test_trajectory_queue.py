@@ -93,6 +93,21 @@ def test_stale_groups_are_dropped_and_their_ids_kept(ray_cluster):
     ray.kill(queue)
 
 
+def test_a_released_workers_waiting_admission_takes_no_slot(ray_cluster):
+    """A worker killed while its try_admit waits for budget: the pool releases its slots, which wakes that
+    call; it must not take the freed slot for a worker nobody will release again."""
+    queue = TrajectoryQueue.remote({"groups_per_step": 1, "max_staleness": 0})
+    assert ray.get(queue.try_admit.remote("dead")) is not None  # the budget's one slot
+    assert ray.get(queue.stats.remote())["capacity"] == 0
+    waiting = queue.try_admit.remote("dead", 30.0)
+    assert ray.get(queue.release_worker.remote("dead")) == 1
+    assert ray.get(waiting) is None
+    stats = ray.get(queue.stats.remote())
+    assert stats["running"] == 0 and stats["capacity"] == stats["budget"], stats
+    assert ray.get(queue.try_admit.remote("new")) is not None  # the replacement gets the freed slots
+    ray.kill(queue)
+
+
 def test_second_copy_of_a_reissued_group_is_discarded(ray_cluster, pool):
     source = PromptSource.remote(str(pool), seed=1)
     queue = TrajectoryQueue.remote({"groups_per_step": 1, "max_staleness": 3}, 1, source)
