@@ -3,7 +3,8 @@
 Two Ray Data pipelines, both over the pool's row groups (read from the parquet footers), both spread over the
 cluster's CPUs as ordinary Ray Data tasks:
 
-- the index pass, at load: every row group is read and every row validated (drkernel.data.schema) and,
+- the index pass, at load: every row group is read and every row validated (drkernel.data.arrow_check
+  checks the columns validation needs with Arrow, and drkernel.data.schema parses the rows it doubts) and,
   with a length limit, its prompt tokenized (drkernel.data.lengths caches the counts per file). What comes
   back is the key index (file, row, uuid hash; 20 bytes a row) and the bad rows by file, row and uuid: with
   any bad row the load fails naming them, unless skip_invalid. Each file's verdict is kept by the file's
@@ -40,6 +41,7 @@ from drkernel.data.stream import (
     KeyIndex,
     PoolFile,
     check_rows,
+    index_row_group,
     pieces,
     pool_files,
     read_row_group,
@@ -81,7 +83,10 @@ def _index_pieces(
     for file_id, group, first in zip(batch["file_id"], batch["row_group"], batch["first_row"]):
         file_id = int(file_id)
         path = paths[file_id]
-        checked = check_rows(read_row_group(path, int(group)), path, int(first), prompts=tokenizer is not None)
+        if tokenizer is None:
+            checked = index_row_group(path, int(group), int(first))
+        else:
+            checked = check_rows(read_row_group(path, int(group)), path, int(first))
         lengths = np.full(len(checked.rows), -1, np.int64)
         if tokenizer is not None and len(checked.rows):
             known = (cached or {}).get(file_id)

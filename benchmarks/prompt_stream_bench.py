@@ -168,15 +168,20 @@ def measure(path: Path, steady: int, window_rows: int, cache_dir: Path) -> dict[
 def cpu_seconds(path: Path, every: int, window_rows: int) -> dict[str, float]:
     """CPU seconds (this process's, which the host's load moves far less than wall time) of the index pass's
     work on every `every`-th row group, scaled to the whole pool: what the pass and one window read cost the
-    cluster's CPUs, Ray Data's own task overhead not included."""
+    cluster's CPUs, Ray Data's own task overhead not included. Beside it, on the same row groups, the pass
+    before the Arrow check (pydantic over every row of the whole row group)."""
     from actors.prompt_stream import _index_pieces, _read_pieces
-    from drkernel.data.stream import pool_files
+    from drkernel.data.stream import check_rows, pool_files, read_row_group
 
     files, _ = pool_files(path)
     groups = [(i, g, int(f.starts[g])) for i, f in enumerate(files) for g in range(len(f.starts) - 1)]
     sample = groups[::every]
     batch = {k: np.asarray([x[j] for x in sample]) for j, k in enumerate(("file_id", "row_group", "first_row"))}
     paths = [f.path for f in files]
+    t = time.process_time()
+    for file_id, group, first in sample:
+        check_rows(read_row_group(paths[file_id], group), paths[file_id], first, prompts=False)
+    pydantic_cpu = time.process_time() - t
     t = time.process_time()
     rows = len(_index_pieces(batch, paths)["row"])
     cpu = time.process_time() - t
@@ -192,6 +197,8 @@ def cpu_seconds(path: Path, every: int, window_rows: int) -> dict[str, float]:
         "sampled_rows": rows,
         "index_cpu_us_per_row": cpu / rows * 1e6,
         "index_pass_cpu_s": cpu * len(groups) / len(sample),
+        "pydantic_pass_cpu_s": pydantic_cpu * len(groups) / len(sample),
+        "pydantic_over_arrow": pydantic_cpu / cpu,
         "window_read_cpu_s": window_cpu * len(groups) / len(sample),
     }
 

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from drkernel.data.arrow_check import index_columns, vouch
 from drkernel.data.reader import REQUIRED_COLUMNS, DataFormatError, parquet_files
 from drkernel.data.schema import RowError, parse_row
 
@@ -115,24 +116,50 @@ class CheckedRows:
     errors: list[RowError]
 
 
-def check_rows(table: pa.Table, path: str, first_row: int, prompts: bool = True) -> CheckedRows:
-    """Validate every row of a row group that starts at `first_row` of file `path`; prompts=False leaves
-    `prompts` empty (only the length filter needs them, and dumping them is a tenth of the pass)."""
+def _parse(records: list[dict[str, Any]], at: np.ndarray, path: str, prompts: bool) -> CheckedRows:
+    """pydantic over these records, which sit at rows `at` of file `path`."""
     rows: list[int] = []
     uuids: list[str] = []
     messages: list[Any] = []
     errors: list[RowError] = []
-    for offset, record in enumerate(table.to_pylist()):
+    for where, record in zip(at.tolist(), records):
         try:
-            row = parse_row(record, first_row + offset, path, plain=True)
+            row = parse_row(record, where, path, plain=True)
         except RowError as e:
             errors.append(e.with_traceback(None))
             continue
-        rows.append(first_row + offset)
+        rows.append(where)
         uuids.append(row.task_uuid)
         if prompts:
             messages.append([m.model_dump(mode="json") for m in row.prompt])
     return CheckedRows(np.asarray(rows, np.int64), uuids, messages, errors)
+
+
+def check_rows(table: pa.Table, path: str, first_row: int, prompts: bool = True) -> CheckedRows:
+    """Validate every row of a row group that starts at `first_row` of file `path`; prompts=False leaves
+    `prompts` empty (only the length filter needs them, and dumping them is a tenth of the pass)."""
+    return _parse(table.to_pylist(), np.arange(table.num_rows, dtype=np.int64) + first_row, path, prompts)
+
+
+def index_row_group(path: str, row_group: int, first_row: int) -> CheckedRows:
+    """check_rows(prompts=False) of one row group, at a fraction of its cost: the columns validation reads are
+    checked with Arrow (drkernel.data.arrow_check), and only the rows that check doubts are read whole and
+    parsed by pydantic, so each bad row gets check_rows' own error."""
+    file = pq.ParquetFile(path)
+    vouched = vouch(file.read_row_group(row_group, columns=index_columns(file.schema_arrow)))
+    if vouched is None:
+        return check_rows(file.read_row_group(row_group), path, first_row, prompts=False)
+    ok, uuids = vouched
+    doubted = np.flatnonzero(~ok)
+    found = [u for u in uuids if u is not None]
+    if not len(doubted):
+        return CheckedRows(np.arange(len(ok), dtype=np.int64) + first_row, found, [], [])
+    records = file.read_row_group(row_group).take(pa.array(doubted)).to_pylist()
+    again = _parse(records, doubted + first_row, path, prompts=False)
+    rows = np.concatenate([np.flatnonzero(ok) + first_row, again.rows])
+    order = np.argsort(rows, kind="stable")
+    found += again.uuids
+    return CheckedRows(rows[order], [found[i] for i in order], [], again.errors)
 
 
 def rows_as_json(table: pa.Table, path: str, first_row: int, local: np.ndarray) -> list[str]:
