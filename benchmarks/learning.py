@@ -1,7 +1,7 @@
 """Does the RL loop learn? The same job twice from one warm start and the same seeds: once with RL, once as a
 control that cannot learn (trainer.lr=0, everything else equal), over several seeds.
 
-    TRITON_INTERPRET=1 python benchmarks/learning.py [--seeds 0 1] [--steps 8] [--lr 1e-3] [--out runs/learning]
+    TRITON_INTERPRET=1 python benchmarks/learning.py [--seeds 0 1] [--steps 8] [--lr 1e-4] [--out runs/learning]
 
 The warm start is this script's own (the demo is untouched): the tiny recipe's 64-wide Qwen3, SFT (one thread)
 on both solutions of `relu` and `scale_shift`, simple and fused, for `--sft-epochs`. The defaults were picked by
@@ -108,7 +108,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--samples", type=int, default=4, help="group size n (rollout.samples_per_prompt)")
     ap.add_argument("--groups", type=int, default=2, help="prompt groups per step")
     ap.add_argument("--turns", type=int, default=1, help="1: every sample is a first turn")
