@@ -62,6 +62,13 @@ class Replica:
     def state_checksum(self) -> str:
         return state_checksum(self.model.state_dict())
 
+    def logprobs(self, prompt_ids: list[int], response_ids: list[int]) -> list[float]:
+        """What the sampler now assigns to each response token."""
+        ids = torch.tensor([prompt_ids + response_ids])
+        with torch.no_grad():
+            logits = self.model(ids).logits[0, len(prompt_ids) - 1 : -1].float()
+        return torch.log_softmax(logits, -1).gather(1, ids[0, len(prompt_ids) :, None])[:, 0].tolist()
+
 
 @pytest.fixture(scope="module")
 def model_path(tmp_path_factory):
@@ -200,4 +207,31 @@ def test_rank_zero_pulls_its_batch_and_the_caller_never_holds_a_trajectory(ray_c
     assert metrics["train/stepped"] == 1.0 and metrics["rollout/trajectories"] == 3.0
     assert ray.get(trainer.pull_batch.remote(queue, 1, 0.2)) is None  # nothing left: the queue gave it once
     for actor in (trainer, queue):
+        ray.kill(actor)
+
+
+def test_a_step_makes_the_rewarded_turn_more_likely_in_the_policy_replica(ray_cluster, model_path, tmp_path):
+    """The job's update path end to end (advantages, masks, loss, optimizer, weight push): after one step and
+    a push, the replica that samples gives the one rewarded turn a higher log-prob and the group's unrewarded
+    last turns a lower one. A sign error in the advantage or the loss, a mask on the wrong tokens or a push
+    that never lands fails it; the rollout log-probs are the model's own, so no ratio starts clipped."""
+    (trainer,) = create_trainer_group(_config(tmp_path, lr=1e-3), model_path)
+    replica = Replica.remote(model_path)
+    ray.get(trainer.attach_policy.remote(ActorReplicas([replica])))
+    group = _groups("dir")  # sample 0's second turn is correct (reward 1.5); every other turn earns 0
+    for t in group:
+        scores = ray.get(replica.logprobs.remote(t.prompt_ids, t.response_ids))
+        t.response_logprobs = [s if m else 0.0 for s, m in zip(scores, t.response_mask)]
+
+    def last_turn(t: Trajectory, scores: list[float]) -> float:
+        turn = t.turns[-1]
+        return sum(scores[turn.start : turn.end])
+
+    before = [last_turn(t, t.response_logprobs) for t in group]
+    assert ray.get(trainer.train_step.remote(group))["train/stepped"] == 1.0
+    ray.get(trainer.publish_weights.remote())
+    after = [last_turn(t, ray.get(replica.logprobs.remote(t.prompt_ids, t.response_ids))) for t in group]
+    assert after[0] > before[0], (before, after)
+    assert after[1] < before[1] and after[2] < before[2], (before, after)
+    for actor in (trainer, replica):
         ray.kill(actor)
