@@ -21,6 +21,7 @@ host) the evaluation goes on with the layers that did apply and the dict says wh
 from __future__ import annotations
 
 import ctypes
+import errno
 import glob
 import os
 import resource
@@ -375,16 +376,26 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+_REPLACED = "[{} was replaced by something other than the captured file: not read]"
+
+
 def read_tail(path: str, limit: int) -> str:
-    """The last `limit` bytes of a captured stream (decoded leniently)."""
+    """The last `limit` bytes of a captured stream (decoded leniently). The candidate owns the folder, so it may
+    have swapped the file: a symlink would make this (trusted, unsandboxed) caller copy a host file into the
+    verdict, a FIFO would block it for good, a hard link would name a file the candidate cannot read. Only
+    the candidate's own regular file with one link is read."""
     try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - limit))
-            data = f.read()
-    except OSError:
-        return ""
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        return _REPLACED.format(os.path.basename(path)) if e.errno == errno.ELOOP else ""
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            return _REPLACED.format(os.path.basename(path))
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(max(0, size - limit))
+        data = f.read()
     text = data.decode("utf-8", errors="replace")
     return (f"[... {size - limit} bytes cut]\n" + text) if size > limit else text
 
