@@ -42,19 +42,20 @@ def _coverage_fn(
     return measure
 
 
+def prepare(device: str, workdir: str, memory_limit_mb: int) -> dict[str, str]:
+    """The sandbox, applied before any candidate code exists here (also what a spare does ahead of time)."""
+    layers = isolate(workdir, on_accelerator=device != "cpu", memory_limit_mb=memory_limit_mb, env=env_for(device))
+    capture_output(workdir)
+    return layers
+
+
 def main(spec: ChildSpec, conn: Any) -> None:
     """Entry point of the candidate child (a fork of the warm fork-server)."""
     from drkernel.verify import preload
 
     try:
-        layers = isolate(
-            spec.workdir,
-            on_accelerator=spec.device != "cpu",
-            memory_limit_mb=spec.memory_limit_mb,
-            env=env_for(spec.device),
-        )
+        layers = prepare(spec.device, spec.workdir, spec.memory_limit_mb)
         layers["preloaded"] = "yes" if preload.preloaded() else "NO (fork-server preload failed)"
-        capture_output(spec.workdir)
         backend = make_backend(spec.device)
         if spec.device == "cuda":  # a candidate that hogs the device fails itself, not the judge or a neighbour
             backend.torch.cuda.set_per_process_memory_fraction(CANDIDATE_MEMORY_SHARE)

@@ -24,6 +24,7 @@ import multiprocessing.connection
 import os
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 import time
@@ -79,9 +80,17 @@ class Verifier:
     Raises PreloadFailed at start when the fork-server could not preload the harness.
     """
 
-    def __init__(self, device: str = "auto", max_concurrency: int = 2) -> None:
+    def __init__(self, device: str = "auto", max_concurrency: int = 2, spares: int | None = None) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
+        if spares is not None and spares < 0:
+            raise ValueError("spares must be >= 0")
+        # Evaluation groups started ahead of need (default one per concurrent evaluation; 0: each evaluation
+        # starts its own children, the behaviour before issue 26).
+        self.spares = max_concurrency if spares is None else spares
+        self._pools: dict[tuple[bool, int], list[_Group]] = {}  # spares per (cpu_model, memory limit)
+        self._pool_lock = threading.Lock()
+        self._filling = False
         t0 = time.perf_counter()
         self._ctx = multiprocessing.get_context("forkserver")
         self.server_info: dict[str, Any] = {}
@@ -147,8 +156,13 @@ class Verifier:
         self.close()
 
     def close(self) -> None:
-        """Kill evaluations still running. The fork-server itself exits with this process."""
+        """Kill evaluations still running and the spares. The fork-server itself exits with this process."""
         self._closed = True
+        with self._pool_lock:
+            spares = [g for pool in self._pools.values() for g in pool]
+            self._pools.clear()
+        for group in spares:
+            self._discard(group)
         with self._live_lock:
             for proc in list(self._live):
                 _kill_group(proc)
@@ -213,61 +227,206 @@ class Verifier:
     def _evaluate(
         self, reference: str, candidate: str, options: VerifyOptions, v: Verdict, kernels: list[str], t0: float
     ) -> VerifyResult:
-        root = tempfile.mkdtemp(prefix="drkernel-verify-")
-        modelled = self.device == "cpu" and options.timing == "cpu_model"  # + a replay child (drkernel.verify.replay)
-        roles = ("judge", "reference", "candidate") + (("replay",) if modelled else ())
-        dirs = {role: os.path.join(root, role) for role in roles}
-        procs: dict[str, Any] = {}
+        key = (self.device == "cpu" and options.timing == "cpu_model", options.memory_limit_mb)
+        group = self._claim(key) if self.spares else self._start_group(key)
+        v.details["children"] = "spare" if group.spare else "started for this evaluation"
+        if group.refused:
+            v.details["spare_refused"] = group.refused
         try:
-            for d in dirs.values():
-                os.mkdir(d, 0o700)
-                with open(os.path.join(d, "reference.py"), "w") as f:
-                    f.write(reference)
-            for role in ("candidate", "replay")[: 1 + modelled]:
-                with open(os.path.join(dirs[role], "candidate.py"), "w") as f:
-                    f.write(candidate)
-            caller_end, judge_end = self._ctx.Pipe()
-            jr, rj = self._ctx.Pipe()
-            jc, cj = self._ctx.Pipe()
-            jx, xj = self._ctx.Pipe() if modelled else (None, None)
-            children = {
-                "judge": ("drkernel.verify.judge", (judge_end, jr, jc) + ((jx,) if modelled else ())),
-                "reference": ("drkernel.verify.reference_process", (rj,)),
-                "candidate": ("drkernel.verify.candidate_process", (cj,)),
-            }
-            if modelled:
-                children["replay"] = ("drkernel.verify.replay", (xj,))
             t_fork = time.perf_counter()
-            try:
-                for role, (module, ends) in children.items():
-                    spec = child_spec(self.device, options, dirs[role], kernels)
-                    p = ChildProcess(
-                        target=_entry, daemon=True, interpret=self._interpret, args=(module, "main", spec, *ends)
-                    )
-                    p.start()
-                    procs[role] = p
-                    with self._live_lock:
-                        self._live.add(p)
-            except Exception as e:
-                raise Infra("infra", f"could not start an evaluation child (fork-server down?): {e}") from e
+            group.hand(reference, candidate, lambda d: child_spec(self.device, options, d, kernels))
+            v = _Conversation(self._timing_lock, self._memory, options, v, group.procs, group.caller, t_fork).run()
+        finally:
+            group.kill()
+            for stream in ("stdout", "stderr"):
+                tail = read_tail(os.path.join(group.dirs["candidate"], f"{stream}.txt"), options.output_limit_bytes)
+                if tail:
+                    v.details[f"candidate_{stream}"] = tail
+            # The group is dead (killed above); joining it and removing its folders need not delay the verdict.
+            threading.Thread(target=self._discard, args=(group,), name="verifier-reap", daemon=True).start()
+        return v.result(t0)
+
+    def warm_spares(self, options: VerifyOptions | None = None, timeout_s: float = 300.0) -> int:
+        """Start spare groups for evaluations like `options` and wait (up to `timeout_s`) until `spares` of
+        them are ready; returns how many are. A replica calls it once at start; tests use it to know that the
+        next evaluation runs on a spare."""
+        options = options or VerifyOptions()
+        key = (self.device == "cpu" and options.timing == "cpu_model", options.memory_limit_mb)
+        deadline = time.perf_counter() + timeout_s
+        with self._pool_lock:
+            self._pools.setdefault(key, [])
+        while True:
+            with self._pool_lock:
+                ready = sum(g.alive() for g in self._pools[key])
+                if self._closed or ready >= self.spares or time.perf_counter() > deadline:
+                    return ready
+                if not self._filling:
+                    self._filling = True
+                    threading.Thread(target=self._fill, name="verifier-spares", daemon=True).start()
+            time.sleep(0.02)
+
+    # -- evaluation children, started ahead (spares) or on demand ------------------------------
+    def _start_group(self, key: tuple[bool, int]) -> _Group:
+        try:
+            group = _Group(self._ctx, self.device, self._interpret, modelled=key[0], memory_limit_mb=key[1])
+        except Exception as e:
+            raise Infra("infra", f"could not start an evaluation child (fork-server down?): {e}") from e
+        with self._live_lock:
+            self._live.update(group.procs.values())
+        return group
+
+    def _discard(self, group: _Group) -> None:
+        group.kill()
+        group.reap()
+        with self._live_lock:
+            self._live.difference_update(group.procs.values())
+
+    def _claim(self, key: tuple[bool, int]) -> _Group:
+        """A spare group for `key` (a fresh one when none is ready); refills the spares in the background."""
+        with self._pool_lock:
+            pool = self._pools.setdefault(key, [])
+            group, stale = None, []
+            while pool and group is None:
+                g = pool.pop(0)
+                if g.alive():
+                    group = g
+                else:
+                    stale.append(g)
+            if not self._filling:
+                self._filling = True
+                threading.Thread(target=self._fill, name="verifier-spares", daemon=True).start()
+        for g in stale:
+            self._discard(g)
+        refused = group.untouched() if group is not None else None
+        if group is not None and refused is None:
+            return group
+        if group is not None:
+            self._discard(group)
+        fresh = self._start_group(key)
+        fresh.refused = refused
+        return fresh
+
+    def _fill(self) -> None:
+        """Start spare groups until `spares` wait for every key asked for so far (a failure stops filling:
+        evaluations then start their own group and report the error)."""
+        try:
+            while True:
+                with self._pool_lock:
+                    short = [k for k, pool in self._pools.items() if len(pool) < self.spares]
+                    if self._closed or not short:
+                        return
+                group = self._start_group(short[0])
+                group.spare = True
+                with self._pool_lock:
+                    if not self._closed:
+                        self._pools[short[0]].append(group)
+                        group = None
+                if group is not None:
+                    self._discard(group)
+        except Exception:
+            return
+        finally:
+            with self._pool_lock:
+                self._filling = False
+
+
+_SPARE_FILES = frozenset({"stdout.txt", "stderr.txt"})  # what a child writes in its folder before its spec
+
+
+class _Group:
+    """The children of one evaluation (judge, reference runner, candidate runner, and the replay child of a
+    cpu_model evaluation), each in its own empty private folder, sandboxed and with its device initialised
+    (drkernel.verify.spare), waiting for the ChildSpec that names its evaluation. Used by one evaluation, then
+    killed: no process of a group ever serves a second evaluation."""
+
+    def __init__(self, ctx: Any, device: str, interpret: bool, modelled: bool, memory_limit_mb: int) -> None:
+        self.root = tempfile.mkdtemp(prefix="drkernel-verify-")
+        self.modelled = modelled
+        self.spare = False  # started ahead of its evaluation (by the spare filler)
+        self.refused: str | None = None  # why the spare this group stands in for was discarded
+        roles = ("judge", "reference", "candidate") + (("replay",) if modelled else ())
+        self.dirs = {role: os.path.join(self.root, role) for role in roles}
+        self.procs: dict[str, Any] = {}
+        self.starts: dict[str, Any] = {}
+        for d in self.dirs.values():
+            os.mkdir(d, 0o700)
+        self.caller, judge_end = ctx.Pipe()
+        jr, rj = ctx.Pipe()
+        jc, cj = ctx.Pipe()
+        jx, xj = ctx.Pipe() if modelled else (None, None)
+        children = {
+            "judge": ("drkernel.verify.judge", (judge_end, jr, jc) + ((jx,) if modelled else ())),
+            "reference": ("drkernel.verify.reference_process", (rj,)),
+            "candidate": ("drkernel.verify.candidate_process", (cj,)),
+        }
+        if modelled:
+            children["replay"] = ("drkernel.verify.replay", (xj,))
+        try:
+            for role, (module, ends) in children.items():
+                start_r, self.starts[role] = ctx.Pipe(duplex=False)
+                p = ChildProcess(
+                    target=_entry,
+                    daemon=True,
+                    interpret=interpret,
+                    args=("drkernel.verify.spare", "main", module, device, self.dirs[role], memory_limit_mb, start_r)
+                    + ends,
+                )
+                p.start()
+                start_r.close()
+                self.procs[role] = p
+        except BaseException:
+            self.kill()
+            self.reap()
+            raise
+        finally:
             for end in (judge_end, jr, jc, rj, cj, jx, xj):
                 if end is not None:
                     end.close()
-            v = _Conversation(self._timing_lock, self._memory, options, v, procs, caller_end, t_fork).run()
-        finally:
-            for p in procs.values():
-                _kill_group(p)
-            for p in procs.values():
-                p.join(5)
-                with self._live_lock:
-                    self._live.discard(p)
-                _remove_ipc_files(p.pid)
-            for stream in ("stdout", "stderr"):
-                tail = read_tail(os.path.join(dirs["candidate"], f"{stream}.txt"), options.output_limit_bytes)
-                if tail:
-                    v.details[f"candidate_{stream}"] = tail
-            shutil.rmtree(root, ignore_errors=True)
-        return v.result(t0)
+
+    def alive(self) -> bool:
+        return all(p.exitcode is None for p in self.procs.values())
+
+    def untouched(self) -> str | None:
+        """Why this group's folders no longer look as its own children left them (None when they do): a spare
+        waits while other evaluations run, and where the host gives no sandbox layer between evaluations
+        (not root, no mount namespace) a candidate could plant files, or symlinks the caller would follow."""
+        for role, d in self.dirs.items():
+            extra = set(os.listdir(d)) - _SPARE_FILES
+            if extra:
+                return f"{role} folder holds {sorted(extra)}"
+            for name in _SPARE_FILES & set(os.listdir(d)):
+                if not stat.S_ISREG(os.lstat(os.path.join(d, name)).st_mode):
+                    return f"{role} folder's {name} is not a plain file"
+        return None
+
+    def hand(self, reference: str, candidate: str, spec_for: Any) -> None:
+        """Write the sources into the private folders (new plain files only), then hand each child its spec."""
+        for role, d in self.dirs.items():
+            sources = {"reference.py": reference}
+            if role in ("candidate", "replay"):
+                sources["candidate.py"] = candidate
+            for name, text in sources.items():
+                fd = os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+                with open(fd, "w") as f:
+                    f.write(text)
+        try:
+            for role, conn in self.starts.items():
+                conn.send(spec_for(self.dirs[role]))
+                conn.close()
+        except OSError as e:
+            raise Infra("infra", f"an evaluation child died before its evaluation began: {e}") from e
+
+    def kill(self) -> None:
+        for p in self.procs.values():
+            _kill_group(p)
+
+    def reap(self) -> None:
+        for p in self.procs.values():
+            p.join(5)
+            _remove_ipc_files(p.pid)
+        for conn in self.starts.values():
+            conn.close()
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 class _Conversation:

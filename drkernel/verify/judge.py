@@ -739,20 +739,18 @@ class Judge:
         self.tell(type="done", verdict=self.verdict.as_json())
 
 
+def prepare(device: str, workdir: str, memory_limit_mb: int) -> None:
+    """The judge's sandbox (no memory limit, its own allocator settings), also what a spare applies ahead."""
+    env = {**env_for(device), **({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"} if device == "cuda" else {})}
+    isolate(workdir, on_accelerator=device != "cpu", memory_limit_mb=None, env=env)
+    capture_output(workdir)
+
+
 def main(spec: ChildSpec, caller: Any, ref_conn: Any, cand_conn: Any, replay_conn: Any = None) -> None:
     """Entry point of the judge (a fork of the warm fork-server; it never runs candidate code)."""
     judge: Judge | None = None
     try:
-        isolate(
-            spec.workdir,
-            on_accelerator=spec.device != "cpu",
-            memory_limit_mb=None,
-            env={
-                **env_for(spec.device),
-                **({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"} if spec.device == "cuda" else {}),
-            },
-        )
-        capture_output(spec.workdir)
+        prepare(spec.device, spec.workdir, spec.memory_limit_mb)
         judge = Judge(spec, caller, ref_conn, cand_conn)
         judge.replay = None if replay_conn is None else Channel(replay_conn, trusted=False)
         try:

@@ -19,11 +19,16 @@ from drkernel.verify.runner import Observer, Runner, short
 from drkernel.verify.sandbox import capture_output, isolate
 
 
+def prepare(device: str, workdir: str, memory_limit_mb: int) -> None:
+    """The runner's sandbox (no memory limit: the reference is trusted), also what a spare applies ahead."""
+    isolate(workdir, on_accelerator=device != "cpu", memory_limit_mb=None, env=env_for(device))
+    capture_output(workdir)
+
+
 def main(spec: ChildSpec, conn: Any) -> None:
     """Entry point of the reference runner (a fork of the warm fork-server)."""
     try:
-        isolate(spec.workdir, on_accelerator=spec.device != "cpu", memory_limit_mb=None, env=env_for(spec.device))
-        capture_output(spec.workdir)
+        prepare(spec.device, spec.workdir, spec.memory_limit_mb)
         backend = make_backend(spec.device)
         observer = Observer(spec.reference_path, backend, require_triton=False, kernel_names=[], watch_process=False)
         observer.install()

@@ -447,16 +447,23 @@ def _summary(t: ModelledTime) -> dict[str, float]:
     return {k: float(v) for k, v in t.as_json().items()} | ({} if share is None else {"triton_share": share})
 
 
+def prepare(device: str, workdir: str, memory_limit_mb: int) -> None:
+    """The replay child's sandbox (CPU only; it runs the candidate's trace), also what a spare applies ahead."""
+    from drkernel.verify.devices import env_for
+    from drkernel.verify.sandbox import capture_output, isolate
+
+    isolate(workdir, on_accelerator=False, memory_limit_mb=memory_limit_mb, env=env_for("cpu"))
+    capture_output(workdir)
+
+
 def main(spec: ChildSpec, conn: Any) -> None:
     """Entry point of the replay child (a fork of the warm fork-server): the reference on the judge's first
     order (its seed), then the candidate's trace on the second. A failure before the trace arrives is the
     reference's (infra); any after it, the candidate's."""
-    from drkernel.verify.devices import env_for, make_backend
-    from drkernel.verify.sandbox import capture_output, isolate
+    from drkernel.verify.devices import make_backend
 
     try:
-        isolate(spec.workdir, on_accelerator=False, memory_limit_mb=spec.memory_limit_mb, env=env_for("cpu"))
-        capture_output(spec.workdir)
+        prepare(spec.device, spec.workdir, spec.memory_limit_mb)
         backend = make_backend("cpu")
         module = problem.import_file(spec.reference_path, "reference")
         args, kwargs = problem.init_inputs(module, backend)

@@ -400,6 +400,9 @@ def read_tail(path: str, limit: int) -> str:
     return (f"[... {size - limit} bytes cut]\n" + text) if size > limit else text
 
 
+_APPLIED: list[tuple[tuple[object, ...], dict[str, str]]] = []  # the settings and layers this process applied
+
+
 def isolate(
     private_dir: str,
     *,
@@ -419,7 +422,44 @@ def isolate(
     of its namespace, same descriptors), while the pid the caller holds is its waiting parent; kill
     that pid (or its process group) to end everything. `uid` defaults to UID_BASE + the caller-visible
     pid (unique among live evaluations); `nproc_limit` (processes + threads of that uid) defaults to
-    128 + 4 per CPU. The defaults need no change at existing call sites."""
+    128 + 4 per CPU. The defaults need no change at existing call sites.
+
+    A process isolates once: a spare child (drkernel.verify.spare) isolates before its evaluation is known and
+    its entry point calls this again; a repeat with the same settings returns the layers already applied, one
+    with other settings raises (the sandbox cannot be loosened or re-applied)."""
+    key = (private_dir, on_accelerator, memory_limit_mb, file_limit_bytes, tuple(sorted((env or {}).items())))
+    key += (pid_namespace, drop_privileges, uid, nproc_limit)
+    if _APPLIED:
+        if _APPLIED[0][0] != key:
+            raise RuntimeError("this process is already isolated with other settings")
+        return dict(_APPLIED[0][1])
+    layers = _isolate(
+        private_dir,
+        on_accelerator=on_accelerator,
+        memory_limit_mb=memory_limit_mb,
+        file_limit_bytes=file_limit_bytes,
+        env=env,
+        pid_namespace=pid_namespace,
+        drop_privileges=drop_privileges,
+        uid=uid,
+        nproc_limit=nproc_limit,
+    )
+    _APPLIED.append((key, dict(layers)))
+    return layers
+
+
+def _isolate(
+    private_dir: str,
+    *,
+    on_accelerator: bool,
+    memory_limit_mb: int | None,
+    file_limit_bytes: int,
+    env: dict[str, str] | None,
+    pid_namespace: bool,
+    drop_privileges: bool,
+    uid: int | None,
+    nproc_limit: int | None,
+) -> dict[str, str]:
     layers: dict[str, str] = {}
     host_pid = os.getpid()
     os.setsid()  # own process group: a timeout kills the group with one killpg

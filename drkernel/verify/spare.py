@@ -1,0 +1,33 @@
+"""A spare evaluation child: forked, sandboxed and with its device initialised before its evaluation exists.
+
+The Verifier keeps a few of these ready (engine._Group) so an evaluation does not wait for forks, the
+sandbox and (on a GPU) a CUDA context per child. A spare has loaded no reference and no candidate code:
+it applies its role's sandbox in its own private folder (still empty), initialises the device, then waits
+for the one message that turns it into that role's child of one evaluation, the ChildSpec pickled by the
+trusted caller. It serves that one evaluation and is killed with it; an unused spare is killed at close.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+
+def main(module: str, device: str, workdir: str, memory_limit_mb: int, start: Any, *ends: Any) -> None:
+    """Entry point of a spare of role `module` (judge, reference_process, candidate_process or replay)."""
+    role = importlib.import_module(module)
+    try:
+        role.prepare(device, workdir, memory_limit_mb)
+        from drkernel.verify.devices import make_backend
+
+        make_backend(device).synchronize()  # the device's context, made now rather than in the evaluation
+    except Exception:
+        pass  # the role's own prepare() in main() meets the failure again and reports it to the judge or caller
+    try:
+        spec = start.recv()  # the trusted caller's ChildSpec: the only pickle this process reads
+    except (EOFError, OSError):
+        return  # discarded unused
+    start.close()
+    if (spec.device, spec.workdir, spec.memory_limit_mb) != (device, workdir, memory_limit_mb):
+        raise RuntimeError("a spare was handed a spec for another sandbox")
+    role.main(spec, *ends)
