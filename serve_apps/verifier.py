@@ -65,7 +65,9 @@ class VerifierReplica:
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = VerifierServeConfig.model_validate(config)
-        self._core = Verifier(device=self.config.device, max_concurrency=self.config.max_concurrency)
+        self._core = Verifier(
+            device=self.config.device, max_concurrency=self.config.max_concurrency, spares=self.config.spares
+        )
         self._pool = ThreadPoolExecutor(max_workers=self.config.max_concurrency, thread_name_prefix="verify")
         self._cache = ResultCache(self.config.cache_size)
         self._metrics = VerifierMetrics()

@@ -7,6 +7,13 @@ that has torch, Triton and the harness preloaded; this process never imports tor
                                  |-- reference runner (clean fork: only the reference model)
                                  `-- candidate runner (sandboxed: imports and runs the candidate)
 
+Spares (issue 26): the children of the next evaluations are forked ahead of need, each in its own empty
+private folder, sandboxed and with its device initialised but with no reference or candidate code loaded
+(drkernel.verify.spare); an evaluation takes a ready group, writes the sources and hands each child its
+ChildSpec. Every process still serves exactly one evaluation and is killed with it, so the reference never
+shares a process with candidate code, no two candidates share a process, and the judge draws fresh secret
+seeds per evaluation; a spare whose folders changed while it waited is discarded, not used.
+
 This module manages processes, the timeout and the per-device timing lock; drkernel.verify.protocol
 defines every message a child writes, drkernel.verify.judge does the judging. The caller reads only
 the judge's JSON; nothing any child sends is unpickled. Compile and correctness of up to

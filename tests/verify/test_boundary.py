@@ -86,7 +86,8 @@ import multiprocessing.connection
 
 
 def _channel():
-    return [o for o in gc.get_objects() if isinstance(o, multiprocessing.connection.Connection)][0]
+    # the open one: a spare's closed start pipe (issue 26) is also a Connection
+    return [o for o in gc.get_objects() if isinstance(o, multiprocessing.connection.Connection) and not o.closed][0]
 
 
 class Boom:
