@@ -22,6 +22,8 @@ def test_config_rejects_unknown_and_inconsistent_keys():
         AutoscalingSettings(min_replicas=3, max_replicas=2)
     with pytest.raises(ValidationError):
         VerifierServeConfig.model_validate({"device": "auto"})  # a replica owns a concrete device
+    with pytest.raises(ValidationError, match="spares"):
+        VerifierServeConfig.model_validate({"spares": -1})
 
 
 def test_autoscaling_dict_is_what_serve_takes():
