@@ -7,7 +7,7 @@ starts a Verifier (start-up not counted), evaluates one warm-up pair, then times
 round by round so load on a shared box falls on every variant alike. Every solution's verdict is printed next
 to the throughput, so a faster but wrong verifier shows.
 
-    python benchmarks/verifier_spares_cpu.py --tasks 10 --rounds 2 [--old-worktree /tmp/old26] --out spares.json
+    python benchmarks/verifier_spares_cpu.py --tasks 10 --rounds 2 [--old-worktree /tmp/old26] [--no-off] --out s.json
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ tasks = sorted(load_tasks(), key=lambda t: t.name)[:n]
 pairs = [(t.name + "/" + label, t.reference, src) for t in tasks for label, src in sorted(t.solutions.items())]
 pairs += [(t.name + "/self", t.reference, t.reference.replace("class Model(", "class ModelNew(")) for t in tasks]
 opts = VerifyOptions(device="cpu", timing=timing, require_triton=False)
-kw = {} if spares == "old" else {"spares": 0 if spares == "off" else None}
+kw = {} if spares == "old" else {"spares": 0 if spares == "off" else concurrency}
 with Verifier(device="cpu", max_concurrency=concurrency, **kw) as v:
     v.verify(*pairs[0][1:], opts)  # warm-up (fork-server caches, first spares)
     def one(p):
@@ -69,9 +69,11 @@ def main() -> int:
     p.add_argument("--timings", default="cpu_model,measured")
     p.add_argument("--concurrency", default="1,2")
     p.add_argument("--old-worktree", type=Path, default=None, help="also run the verifier of this checkout")
+    p.add_argument("--no-off", action="store_true", help="skip this checkout with spares=0 (saves time)")
     p.add_argument("--out", type=Path, required=True)
     a = p.parse_args()
-    variants = [("new", ROOT), ("off", ROOT)] + ([("old", a.old_worktree.resolve())] if a.old_worktree else [])
+    variants = [("new", ROOT)] + ([] if a.no_off else [("off", ROOT)])
+    variants += [("old", a.old_worktree.resolve())] if a.old_worktree else []
     cells: dict[str, list[dict]] = {}
     load = []
     for _ in range(a.rounds):

@@ -92,9 +92,6 @@ class Verifier:
             raise ValueError("max_concurrency must be >= 1")
         if spares is not None and spares < 0:
             raise ValueError("spares must be >= 0")
-        # Evaluation groups started ahead of need (default one per concurrent evaluation; 0: each evaluation
-        # starts its own children, the behaviour before issue 26).
-        self.spares = max_concurrency if spares is None else spares
         self._pools: dict[tuple[bool, int], list[_Group]] = {}  # spares per (cpu_model, memory limit)
         self._pool_lock = threading.Lock()
         self._filling = False
@@ -104,6 +101,11 @@ class Verifier:
         self.device_memory: dict[str, int] = {}
         self.available = self._probe() if device != "cpu" and _accelerator_nodes() else {"cpu": True}
         self.device = resolve_device(device, self.available)
+        # Evaluation groups started ahead of need (0: each evaluation starts its own children, as before issue 26).
+        # On an accelerator a child's device context takes seconds to make and spares make it ahead; on the 2-core
+        # CPU box the spares' forks and sandboxes only move CPU work beside the running evaluation and measured
+        # slower (BENCHMARKS.md, issue 26), so on CPU the default is none.
+        self.spares = spares if spares is not None else (max_concurrency if self.device != "cpu" else 0)
         # Evaluations ask for an estimate of the device memory they will hold before they stage inputs; the
         # estimates granted at once stay within this share of the device (one that needs more runs alone).
         self._memory = _DeviceMemory(int(MEMORY_SHARE * self.device_memory.get(self.device, 0)))
