@@ -257,8 +257,8 @@ class Verifier:
 
     def warm_spares(self, options: VerifyOptions | None = None, timeout_s: float = 300.0) -> int:
         """Start spare groups for evaluations like `options` and wait (up to `timeout_s`) until `spares` of
-        them are ready; returns how many are. A replica calls it once at start; tests use it to know that the
-        next evaluation runs on a spare."""
+        them are ready; returns how many are. Tests and benchmarks use it to know that the next evaluation runs
+        on a spare; evaluations themselves never wait for one."""
         options = options or VerifyOptions()
         key = (self.device == "cpu" and options.timing == "cpu_model", options.memory_limit_mb)
         deadline = time.perf_counter() + timeout_s
