@@ -87,10 +87,10 @@ class Verifier:
     Raises PreloadFailed at start when the fork-server could not preload the harness.
     """
 
-    def __init__(self, device: str = "auto", max_concurrency: int = 2, spares: int | None = None) -> None:
+    def __init__(self, device: str = "auto", max_concurrency: int = 2, spares: int = 0) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
-        if spares is not None and spares < 0:
+        if spares < 0:
             raise ValueError("spares must be >= 0")
         self._pools: dict[tuple[bool, int], list[_Group]] = {}  # spares per (cpu_model, memory limit)
         self._pool_lock = threading.Lock()
@@ -101,11 +101,12 @@ class Verifier:
         self.device_memory: dict[str, int] = {}
         self.available = self._probe() if device != "cpu" and _accelerator_nodes() else {"cpu": True}
         self.device = resolve_device(device, self.available)
-        # Evaluation groups started ahead of need (0: each evaluation starts its own children, as before issue 26).
-        # On an accelerator a child's device context takes seconds to make and spares make it ahead; on the 2-core
-        # CPU box the spares' forks and sandboxes only move CPU work beside the running evaluation and measured
-        # slower (BENCHMARKS.md, issue 26), so on CPU the default is none.
-        self.spares = spares if spares is not None else (max_concurrency if self.device != "cpu" else 0)
+        # Evaluation groups started ahead of need; opt-in (0: each evaluation starts its own children). On the
+        # 2-core CPU box they measured slower (their forks and sandboxes compete with the running evaluation;
+        # BENCHMARKS.md, issue 26). On GPU/NPU, where they should pay, the sandbox keeps candidates root with
+        # /proc writable, so an idle spare (the next evaluation's judge and reference runner) is reachable from a
+        # running candidate; that and the speed are unmeasured (no device time), so no default turns them on.
+        self.spares = spares
         # Evaluations ask for an estimate of the device memory they will hold before they stage inputs; the
         # estimates granted at once stay within this share of the device (one that needs more runs alone).
         self._memory = _DeviceMemory(int(MEMORY_SHARE * self.device_memory.get(self.device, 0)))

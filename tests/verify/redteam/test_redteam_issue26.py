@@ -38,11 +38,13 @@ os.mkfifo("stdout.txt")
 """
 
 
-def test_captured_output_does_not_follow_a_candidates_symlink(tmp_path):
+@pytest.mark.parametrize("spares", [0, 1])
+def test_captured_output_does_not_follow_a_candidates_symlink(tmp_path, spares):
     secret = tmp_path / "host_only.txt"
     secret.write_text("HOST-FILE-THE-CANDIDATE-CANNOT-READ\n")
     secret.chmod(0o600)
-    with Verifier(device="cpu", max_concurrency=1) as v:
+    with Verifier(device="cpu", max_concurrency=1, spares=spares) as v:
+        assert v.warm_spares(OPTS) == spares
         r = v._verify_ungated(REF, LINKER.format(target=str(secret)) + HONEST, OPTS)
     leaked = [k for k, text in r.details.items() if isinstance(text, str) and "HOST-FILE-THE-CANDIDATE" in text]
     assert not leaked, f"the caller copied a host file into the verdict via a candidate's symlink: {leaked}"
@@ -50,7 +52,8 @@ def test_captured_output_does_not_follow_a_candidates_symlink(tmp_path):
 
 
 def test_a_fifo_for_captured_output_does_not_hang_the_caller():
-    with Verifier(device="cpu", max_concurrency=1) as v:
+    with Verifier(device="cpu", max_concurrency=1, spares=1) as v:
+        assert v.warm_spares(OPTS) == 1
         done: dict = {}
         t = threading.Thread(target=lambda: done.setdefault("r", v._verify_ungated(REF, FIFO + HONEST, OPTS)))
         t.daemon = True
