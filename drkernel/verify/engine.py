@@ -237,7 +237,7 @@ class Verifier:
     def _evaluate(
         self, reference: str, candidate: str, options: VerifyOptions, v: Verdict, kernels: list[str], t0: float
     ) -> VerifyResult:
-        key = (self.device == "cpu" and options.timing == "cpu_model", options.memory_limit_mb)
+        key = self._group_key(options)
         group = self._claim(key) if self.spares else self._start_group(key)
         v.details["children"] = "spare" if group.spare else "started for this evaluation"
         if group.refused:
@@ -260,8 +260,7 @@ class Verifier:
         """Start spare groups for evaluations like `options` and wait (up to `timeout_s`) until `spares` of
         them are ready; returns how many are. Tests and benchmarks use it to know that the next evaluation runs
         on a spare; evaluations themselves never wait for one."""
-        options = options or VerifyOptions()
-        key = (self.device == "cpu" and options.timing == "cpu_model", options.memory_limit_mb)
+        key = self._group_key(options or VerifyOptions())
         deadline = time.perf_counter() + timeout_s
         with self._pool_lock:
             self._pools.setdefault(key, [])
@@ -270,12 +269,20 @@ class Verifier:
                 ready = sum(g.alive() for g in self._pools[key])
                 if self._closed or ready >= self.spares or time.perf_counter() > deadline:
                     return ready
-                if not self._filling:
-                    self._filling = True
-                    threading.Thread(target=self._fill, name="verifier-spares", daemon=True).start()
+                self._start_filling()
             time.sleep(0.02)
 
     # -- evaluation children, started ahead (spares) or on demand ------------------------------
+    def _group_key(self, options: VerifyOptions) -> tuple[bool, int]:
+        """What makes two evaluations' groups interchangeable: a replay child or not, and the memory limit."""
+        return (self.device == "cpu" and options.timing == "cpu_model", options.memory_limit_mb)
+
+    def _start_filling(self) -> None:
+        """Start the background filler unless it runs (the caller holds the pool lock)."""
+        if not self._filling:
+            self._filling = True
+            threading.Thread(target=self._fill, name="verifier-spares", daemon=True).start()
+
     def _start_group(self, key: tuple[bool, int]) -> _Group:
         try:
             group = _Group(self._ctx, self.device, self._interpret, modelled=key[0], memory_limit_mb=key[1])
@@ -302,9 +309,7 @@ class Verifier:
                     group = g
                 else:
                     stale.append(g)
-            if not self._filling:
-                self._filling = True
-                threading.Thread(target=self._fill, name="verifier-spares", daemon=True).start()
+            self._start_filling()
         for g in stale:
             self._discard(g)
         refused = group.untouched() if group is not None else None
