@@ -63,23 +63,26 @@ def _non_empty_text(values: pa.Array) -> np.ndarray:
 def _parse_json(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
     """JSON text, one value a row, parsed by Arrow in one block (so a value may span lines); and the rows left
     unparsed (null or blank)."""
-    width = np.int64 if pa.types.is_large_string(values.type) else np.int32
-    offsets = np.frombuffer(values.buffers()[1], width, len(values) + 1, values.offset * np.dtype(width).itemsize)
-    data = memoryview(values.buffers()[2] or b"")
-    skip = pc.fill_null(pc.match_substring_regex(values, r"^\s*$"), True).to_numpy(zero_copy_only=False)
-    parts: list[bytes | memoryview] = []
-    for i, unparsed in enumerate(skip.tolist()):
-        parts += (b'{"v":', b"null" if unparsed else data[offsets[i] : offsets[i + 1]], b"}\n")
-    lines = b"".join(parts)
+    skip = pc.fill_null(pc.match_substring_regex(values, r"^\s*$"), True)
+    text = values.type  # the literals take the column's string type: the kernels do not mix string widths
+    lines = pc.binary_join_element_wise(
+        pa.scalar('{"v":', text),
+        pc.if_else(skip, pa.scalar("null", text), values),
+        pa.scalar("}\n", text),
+        pa.scalar("", text),
+    )
+    width = np.int64 if pa.types.is_large_string(lines.type) else np.int32
+    ends = np.frombuffer(lines.buffers()[1], width, len(lines) + 1, lines.offset * np.dtype(width).itemsize)
+    block = lines.buffers()[2].slice(int(ends[0]), int(ends[-1] - ends[0]))
     try:
         table = pj.read_json(
-            pa.BufferReader(lines), read_options=pj.ReadOptions(use_threads=False, block_size=max(1, len(lines)))
+            pa.BufferReader(block), read_options=pj.ReadOptions(use_threads=False, block_size=max(1, block.size))
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise _Unsure(e) from None
     if table.num_rows != len(values) or table.column_names != ["v"]:
         raise _Unsure("rows and JSON lines differ")
-    return table.column("v").combine_chunks(), ~skip
+    return table.column("v").combine_chunks(), ~skip.to_numpy(zero_copy_only=False)
 
 
 def _nested(table: pa.Table, name: str) -> tuple[pa.Array, np.ndarray]:
