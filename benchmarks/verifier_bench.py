@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -126,13 +127,19 @@ def options_for(entry: Entry, device: str, quick: bool, perf_trials: int) -> Ver
     )
 
 
-def ours(entries: list[Entry], device: str, concurrency: int, quick: bool, perf_trials: int) -> dict[str, Any]:
-    """One warm Verifier: start-up (first evaluation) apart, then the whole set at `concurrency`."""
+def ours(
+    entries: list[Entry], device: str, concurrency: int, quick: bool, perf_trials: int, spares: int = 0
+) -> dict[str, Any]:
+    """One warm Verifier: start-up (first evaluation) apart, then the whole set at `concurrency`. With `spares`,
+    that many spare groups are ready before the first evaluation and before the timed set (a long-running
+    verifier has them; the filler refills them while the set runs)."""
     t0 = time.perf_counter()
-    verifier = Verifier(device=device, max_concurrency=concurrency)
+    verifier = Verifier(device=device, max_concurrency=concurrency, **({"spares": spares} if spares else {}))
     probe_s = time.perf_counter() - t0  # fork-server start (first Verifier of the process only) + device probe
     try:
         first = entries[0]
+        if spares:
+            verifier.warm_spares(options_for(first, device, quick, perf_trials))
         verifier.verify(
             Path(first.reference).read_text(),
             Path(first.candidate).read_text(),
@@ -153,8 +160,12 @@ def ours(entries: list[Entry], device: str, concurrency: int, quick: bool, perf_
                 **r.model_dump(include=RESULT_FIELDS & set(type(r).model_fields)),
                 "phase_s": r.details.get("phase_s"),
                 "oom_retry": r.details.get("oom_retry"),
+                "children": r.details.get("children"),
+                "judge_profile": r.details.get("judge_profile"),
             }
 
+        if spares:
+            verifier.warm_spares(options_for(first, device, quick, perf_trials))
         t1 = time.perf_counter()
         with ThreadPoolExecutor(concurrency) as pool:
             results = list(pool.map(one, entries))
@@ -163,6 +174,7 @@ def ours(entries: list[Entry], device: str, concurrency: int, quick: bool, perf_
         verifier.close()
     return {
         "concurrency": concurrency,
+        "spares": spares,
         "probe_s": probe_s,
         "startup_s": startup_s,
         "wall_s": wall,
@@ -275,6 +287,18 @@ def _fmt(x: Any, spec: str = ".3f") -> str:
     return str(x)
 
 
+def print_phases(title: str, results: list[dict[str, Any]]) -> None:
+    """Where an evaluation's time went: the mean of each phase over the evaluations that reached it."""
+    phases: dict[str, list[float]] = {}
+    for r in results:
+        for k, v in (r.get("phase_s") or {}).items():
+            phases.setdefault(k, []).append(v)
+    seconds = [r["seconds"] for r in results]
+    cells = ", ".join(f"{k} {statistics.mean(v):.2f}" for k, v in phases.items())
+    spare = sum(r.get("children") == "spare" for r in results)
+    print(f"{title}: mean {statistics.mean(seconds):.2f} s per evaluation ({spare} on spares); phases: {cells}")
+
+
 def report_old(entries: list[Entry], runs: list[dict[str, Any]], old: list[dict[str, Any]]) -> dict[str, Any]:
     """New vs old verifier: per candidate (correct, hack, reward) and throughput at each concurrency."""
     new_seq, old_seq = runs[0]["results"], old[0]["results"]
@@ -323,6 +347,8 @@ def report(
             f"{_fmt(b.get('speedup')):>8s} {_fmt(b.get('seconds'), '.1f'):>6s}"
         )
     print()
+    for run in runs:
+        print_phases(f"ours, concurrency {run['concurrency']}, spares {run.get('spares', 0)}", run["results"])
     for run in runs:
         print(
             f"ours, one warm Verifier, concurrency {run['concurrency']}: {run['evaluations']} evaluations in "
@@ -415,7 +441,13 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="a git worktree of an older commit: run its verifier on the same set, side by side",
     )
+    p.add_argument("--spares", type=int, default=0, help="spare evaluation groups of the new verifier (old: none)")
+    p.add_argument(
+        "--profile", action="store_true", help="the judge's cProfile in every verdict (DRKERNEL_JUDGE_PROFILE=1)"
+    )
     a = p.parse_args(argv)
+    if a.profile:  # before the first Verifier starts its fork-server, which keeps this environment
+        os.environ["DRKERNEL_JUDGE_PROFILE"] = "1"
     device = a.device
     if device == "auto":
         import torch
@@ -434,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="verifier_bench_") as tmp:
         only = {x.strip() for x in a.problems.split(",") if x.strip()} or None
         entries, skipped = build_entries(a.kernelbench, a.quick, device, Path(tmp), only, a.which)
-        runs = [ours(entries, device, levels[0], a.quick, perf_trials)]
+        runs = [ours(entries, device, levels[0], a.quick, perf_trials, a.spares)]
         base = None
         if not a.no_baseline:
             base = baseline(entries, device, a.quick, base_trials)
@@ -442,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
             if time.perf_counter() - t0 > a.budget_s:
                 skipped.append(f"concurrency {c}: past --budget-s")
                 continue
-            runs.append(ours(entries, device, c, a.quick, perf_trials))
+            runs.append(ours(entries, device, c, a.quick, perf_trials, a.spares))
         old = None
         if a.old_worktree is not None:
             old_levels = [r["concurrency"] for r in runs]
@@ -458,6 +490,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         summary = report(entries, runs, base, skipped)
         if old:
+            for run in old:
+                print_phases(f"old, concurrency {run['concurrency']}", run["results"])
             for run in old:
                 print(
                     f"old verifier, concurrency {run['concurrency']}: {run['evaluations']} evaluations in "

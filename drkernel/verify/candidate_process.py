@@ -42,9 +42,16 @@ def _coverage_fn(
     return measure
 
 
-def prepare(device: str, workdir: str, memory_limit_mb: int) -> dict[str, str]:
+def warm_up(backend: Any) -> None:
+    """What a spare runner does while it waits, identical in both runners (no reference or candidate code)."""
+    backend.warm_libraries()
+
+
+def prepare(device: str, workdir: str, memory_limit_mb: int, group_uid: int | None = None) -> dict[str, str]:
     """The sandbox, applied before any candidate code exists here (also what a spare does ahead of time)."""
-    layers = isolate(workdir, on_accelerator=device != "cpu", memory_limit_mb=memory_limit_mb, env=env_for(device))
+    layers = isolate(
+        workdir, on_accelerator=device != "cpu", memory_limit_mb=memory_limit_mb, env=env_for(device), uid=group_uid
+    )
     capture_output(workdir)
     return layers
 
@@ -54,7 +61,7 @@ def main(spec: ChildSpec, conn: Any) -> None:
     from drkernel.verify import preload
 
     try:
-        layers = prepare(spec.device, spec.workdir, spec.memory_limit_mb)
+        layers = prepare(spec.device, spec.workdir, spec.memory_limit_mb, spec.group_uid)
         layers["preloaded"] = "yes" if preload.preloaded() else "NO (fork-server preload failed)"
         backend = make_backend(spec.device)
         if spec.device == "cuda":  # a candidate that hogs the device fails itself, not the judge or a neighbour

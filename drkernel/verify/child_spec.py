@@ -29,6 +29,7 @@ class ChildSpec:
     memory_limit_mb: int  # address-space limit of a sandboxed child on CPU
     gate_kernels: tuple[str, ...]  # the @triton.jit functions the static gate found
     options: VerifyOptions  # everything else the caller asked for, as validated
+    group_uid: int | None = None  # accelerators: the one uid all children of this evaluation drop to (CUDA IPC)
 
 
 def child_spec(device: str, options: VerifyOptions, workdir: str, kernels: list[str]) -> ChildSpec:

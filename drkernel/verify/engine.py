@@ -25,6 +25,7 @@ re-validation, which only compares.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import multiprocessing
 import multiprocessing.connection
@@ -45,7 +46,7 @@ from drkernel.verify.entry import run as _entry
 from drkernel.verify.forkserver import PACKAGE_ROOT, ChildProcess
 from drkernel.verify.gate import check_source
 from drkernel.verify.result import Infra, VerifyResult
-from drkernel.verify.sandbox import descendants, read_tail
+from drkernel.verify.sandbox import descendants, group_uid, read_tail
 from drkernel.verify.verdict import Verdict
 
 MAX_JUDGE_MESSAGE = 16 << 20
@@ -283,9 +284,9 @@ class Verifier:
             self._filling = True
             threading.Thread(target=self._fill, name="verifier-spares", daemon=True).start()
 
-    def _start_group(self, key: tuple[bool, int]) -> _Group:
+    def _start_group(self, key: tuple[bool, int], spare: bool = False) -> _Group:
         try:
-            group = _Group(self._ctx, self.device, self._interpret, modelled=key[0], memory_limit_mb=key[1])
+            group = _Group(self._ctx, self.device, self._interpret, key[0], key[1], spare)
         except Exception as e:
             raise Infra("infra", f"could not start an evaluation child (fork-server down?): {e}") from e
         with self._live_lock:
@@ -330,8 +331,7 @@ class Verifier:
                     short = [k for k, pool in self._pools.items() if len(pool) < self.spares]
                     if self._closed or not short:
                         return
-                group = self._start_group(short[0])
-                group.spare = True
+                group = self._start_group(short[0], spare=True)
                 with self._pool_lock:
                     if not self._closed:
                         self._pools[short[0]].append(group)
@@ -346,6 +346,9 @@ class Verifier:
 
 
 _SPARE_FILES = frozenset({"stdout.txt", "stderr.txt"})  # what a child writes in its folder before its spec
+# On an accelerator a spare's warm-up may also make these (the judge compiles its comparison kernel: Triton's
+# cache; a driver JIT: CUDA's); they must be real folders. On CPU no warm-up runs and none is allowed.
+_SPARE_DIRS = frozenset({"triton_cache", "cuda_cache"})
 
 
 class _Group:
@@ -354,10 +357,14 @@ class _Group:
     (drkernel.verify.spare), waiting for the ChildSpec that names its evaluation. Used by one evaluation, then
     killed: no process of a group ever serves a second evaluation."""
 
-    def __init__(self, ctx: Any, device: str, interpret: bool, modelled: bool, memory_limit_mb: int) -> None:
+    def __init__(
+        self, ctx: Any, device: str, interpret: bool, modelled: bool, memory_limit_mb: int, spare: bool
+    ) -> None:
         self.root = tempfile.mkdtemp(prefix="drkernel-verify-")
         self.modelled = modelled
-        self.spare = False  # started ahead of its evaluation (by the spare filler)
+        self.spare = spare  # started ahead of its evaluation (by the spare filler): its children warm up
+        self.allowed_dirs = _SPARE_DIRS if spare and device != "cpu" else frozenset()
+        self.uid = group_uid() if device != "cpu" else None  # CPU children each drop to a uid of their own
         self.refused: str | None = None  # why the spare this group stands in for was discarded
         roles = ("judge", "reference", "candidate") + (("replay",) if modelled else ())
         self.dirs = {role: os.path.join(self.root, role) for role in roles}
@@ -383,8 +390,17 @@ class _Group:
                     target=_entry,
                     daemon=True,
                     interpret=interpret,
-                    args=("drkernel.verify.spare", "main", module, device, self.dirs[role], memory_limit_mb, start_r)
-                    + ends,
+                    args=(
+                        "drkernel.verify.spare",
+                        "main",
+                        module,
+                        device,
+                        self.dirs[role],
+                        memory_limit_mb,
+                        self.uid,
+                        spare,
+                    )
+                    + (start_r, *ends),
                 )
                 p.start()
                 start_r.close()
@@ -406,9 +422,13 @@ class _Group:
         waits while other evaluations run, and where the host gives no sandbox layer between evaluations
         (not root, no mount namespace) a candidate could plant files, or symlinks the caller would follow."""
         for role, d in self.dirs.items():
-            extra = set(os.listdir(d)) - _SPARE_FILES
+            names = set(os.listdir(d))
+            extra = names - _SPARE_FILES - self.allowed_dirs
             if extra:
                 return f"{role} folder holds {sorted(extra)}"
+            for name in names & self.allowed_dirs:
+                if not stat.S_ISDIR(os.lstat(os.path.join(d, name)).st_mode):
+                    return f"{role} folder's {name} is not a folder"
             for name in _SPARE_FILES & set(os.listdir(d)):
                 if not stat.S_ISREG(os.lstat(os.path.join(d, name)).st_mode):
                     return f"{role} folder's {name} is not a plain file"
@@ -426,7 +446,7 @@ class _Group:
                     f.write(text)
         try:
             for role, conn in self.starts.items():
-                conn.send(spec_for(self.dirs[role]))
+                conn.send(dataclasses.replace(spec_for(self.dirs[role]), group_uid=self.uid))
                 conn.close()
         except OSError as e:
             raise Infra("infra", f"an evaluation child died before its evaluation began: {e}") from e

@@ -49,6 +49,11 @@ EMPTY_ROUND_TRIPS = 7
 # its outputs and the forward's temporaries; plus three processes' contexts and a round's extra sets.
 MEMORY_PER_INPUT_BYTE = 12
 MEMORY_FIXED = 8 << 30
+# DRKERNEL_JUDGE_PROFILE=1 in the Verifier's environment (read when the fork-server imports this module, before
+# a child's environment is scrubbed): each verdict's details carry the judge's cProfile, top rows by cumulative
+# time (benchmarks/verifier_bench.py --profile). The judge is trusted: its profile names no secret.
+PROFILE = os.environ.get("DRKERNEL_JUDGE_PROFILE") == "1"
+PROFILE_ROWS = 40
 REFERENCE_PAYLOAD = 16 << 30  # the reference runner is trusted; this only bounds a runaway
 COVERAGE_CALLS = {"cpu": 2, "cuda": 3, "npu": 3}  # fresh input sets the coverage pass runs, each once
 # Largest trace payload (host-made literal tensors) a candidate may send for the CPU model: the judge holds it
@@ -397,6 +402,8 @@ class Judge:
         n = self.options.num_correct_trials
         trials = []
         for i in range(n):
+            if i == 1:  # the first trial also pays each runner's first calls (Triton compiles, library handles)
+                self.verdict.phase_s["correctness_first_trial"] = time.perf_counter() - t0
             seed = fresh_seed()
             self.correct_seeds.append(seed)
             r = self.round([seed], f"correctness trial {i}", with_inputs=True, timed=False)
@@ -708,6 +715,24 @@ class Judge:
         return sum(x.numel() * x.element_size() for x in sample if isinstance(x, torch.Tensor))
 
     def evaluate(self) -> None:
+        if not PROFILE:
+            self._evaluate()
+            return
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        try:
+            prof.runcall(self._evaluate)
+        finally:
+            stats = pstats.Stats(prof)
+            rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][3])[:PROFILE_ROWS]  # by cumulative time
+            self.verdict.details["judge_profile"] = [
+                f"{cum:.3f}s {calls}x {os.path.basename(f)}:{line}:{name}"
+                for (f, line, name), (_, calls, _, cum, _) in rows
+            ]
+
+    def _evaluate(self) -> None:
         self.start()
         self.input_bytes = self.measure_input_bytes()
         if self.device != "cpu":
@@ -739,10 +764,23 @@ class Judge:
         self.tell(type="done", verdict=self.verdict.as_json())
 
 
-def prepare(device: str, workdir: str, memory_limit_mb: int) -> None:
+def warm_up(backend: Any) -> None:
+    """What a spare judge does while it waits: compile its one-pass comparison kernel for every dtype it takes
+    (kept in this process's Triton cache; the evaluation's first large comparison would compile it)."""
+    if backend.name != "cuda":
+        return
+    from drkernel.verify import compare_kernel
+
+    for dtype in compare_kernel.DTYPES:
+        x = torch.zeros(compare_kernel.MIN_ELEMENTS, dtype=dtype, device=backend.device)
+        compare_kernel.stats(x, x, 1e-2, 1e-2)
+    torch.cuda.empty_cache()
+
+
+def prepare(device: str, workdir: str, memory_limit_mb: int, group_uid: int | None = None) -> None:
     """The judge's sandbox (no memory limit, its own allocator settings), also what a spare applies ahead."""
     env = {**env_for(device), **({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"} if device == "cuda" else {})}
-    isolate(workdir, on_accelerator=device != "cpu", memory_limit_mb=None, env=env)
+    isolate(workdir, on_accelerator=device != "cpu", memory_limit_mb=None, env=env, uid=group_uid)
     capture_output(workdir)
 
 
@@ -750,7 +788,7 @@ def main(spec: ChildSpec, caller: Any, ref_conn: Any, cand_conn: Any, replay_con
     """Entry point of the judge (a fork of the warm fork-server; it never runs candidate code)."""
     judge: Judge | None = None
     try:
-        prepare(spec.device, spec.workdir, spec.memory_limit_mb)
+        prepare(spec.device, spec.workdir, spec.memory_limit_mb, spec.group_uid)
         judge = Judge(spec, caller, ref_conn, cand_conn)
         judge.replay = None if replay_conn is None else Channel(replay_conn, trusted=False)
         try:

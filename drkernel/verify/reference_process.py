@@ -19,16 +19,21 @@ from drkernel.verify.runner import Observer, Runner, short
 from drkernel.verify.sandbox import capture_output, isolate
 
 
-def prepare(device: str, workdir: str, memory_limit_mb: int) -> None:
+def warm_up(backend: Any) -> None:
+    """What a spare runner does while it waits, identical in both runners (no reference or candidate code)."""
+    backend.warm_libraries()
+
+
+def prepare(device: str, workdir: str, memory_limit_mb: int, group_uid: int | None = None) -> None:
     """The runner's sandbox (no memory limit: the reference is trusted), also what a spare applies ahead."""
-    isolate(workdir, on_accelerator=device != "cpu", memory_limit_mb=None, env=env_for(device))
+    isolate(workdir, on_accelerator=device != "cpu", memory_limit_mb=None, env=env_for(device), uid=group_uid)
     capture_output(workdir)
 
 
 def main(spec: ChildSpec, conn: Any) -> None:
     """Entry point of the reference runner (a fork of the warm fork-server)."""
     try:
-        prepare(spec.device, spec.workdir, spec.memory_limit_mb)
+        prepare(spec.device, spec.workdir, spec.memory_limit_mb, spec.group_uid)
         backend = make_backend(spec.device)
         observer = Observer(spec.reference_path, backend, require_triton=False, kernel_names=[], watch_process=False)
         observer.install()

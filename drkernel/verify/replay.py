@@ -447,7 +447,7 @@ def _summary(t: ModelledTime) -> dict[str, float]:
     return {k: float(v) for k, v in t.as_json().items()} | ({} if share is None else {"triton_share": share})
 
 
-def prepare(device: str, workdir: str, memory_limit_mb: int) -> None:
+def prepare(device: str, workdir: str, memory_limit_mb: int, group_uid: int | None = None) -> None:
     """The replay child's sandbox (CPU only; it runs the candidate's trace), also what a spare applies ahead."""
     from drkernel.verify.devices import env_for
     from drkernel.verify.sandbox import capture_output, isolate

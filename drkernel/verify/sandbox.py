@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import glob
+import itertools
 import os
 import resource
 import select
@@ -42,11 +43,18 @@ MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 # Evaluation uids: UID_BASE + the host pid of the process that called isolate() (pid_max <= 2**22), far
 # above the ranges distributions and container runtimes hand out (subordinate uids start at 100000).
 UID_BASE = 0x7E000000
+# On accelerators the children of one evaluation share one uid (CUDA IPC maps a buffer only into a process of the
+# exporter's uid: measured on the H200, .gpu experiment of issue 26), and evaluations never share one: the
+# Verifier's pid (< 2**22) and a per-process count (mod 512: far more than the groups alive at once) name it,
+# above the per-pid uids of CPU children.
+UID_GROUP_BASE = UID_BASE + (1 << 22)
+_GROUP_COUNT = itertools.count()
 # Accelerator device nodes the child must still open after dropping root (NVIDIA, DRM, Ascend; not
 # /dev/nvidia-caps, which only MIG administration opens).
 DEVICE_NODES = ("/dev/nvidia*", "/dev/dri/*", "/dev/davinci*", "/dev/devmm_svm", "/dev/hisi_hdc", "/dev/kfd")
@@ -63,6 +71,11 @@ _KEEP_ENV = (
     "ASCEND_OPP_PATH",
     "NVIDIA_VISIBLE_DEVICES",
 )
+
+
+def group_uid() -> int:
+    """A fresh uid for the children of one accelerator evaluation (see UID_GROUP_BASE)."""
+    return UID_GROUP_BASE + (os.getpid() << 9) + next(_GROUP_COUNT) % 512
 
 
 def _libc() -> ctypes.CDLL:
@@ -292,8 +305,12 @@ def _drop_privileges(private_dir: str, uid: int, on_accelerator: bool, nproc_lim
     except PermissionError:
         pass
     nnp = _libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+    # Not dumpable: another process of this uid (on an accelerator, the evaluation's candidate) can neither
+    # ptrace this one nor open its /proc/<pid>/mem. The uid change already resets the flag where
+    # fs.suid_dumpable is 0; this holds for any host setting.
+    nodump = _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
     return (
-        f"active (uid=gid={uid}, groups={groups}{', no_new_privs' if nnp else ''})",
+        f"active (uid=gid={uid}, groups={groups}{', no_new_privs' if nnp else ''}{', not dumpable' if nodump else ''})",
         f"active ({nproc_limit} processes+threads for this uid)",
     )
 
@@ -508,13 +525,14 @@ def _isolate(
     scrub_environment(private_dir, env or {})
     layers["environment"] = "scrubbed"
     limit = nproc_limit if nproc_limit is not None else 128 + 4 * (os.cpu_count() or 1)
+    if on_accelerator and nproc_limit is None:
+        limit *= 3  # the judge, the reference runner and the candidate share the evaluation's uid
     if not drop_privileges:
         layers["uid"], layers["nproc_limit"] = "not requested", "not set (root is exempt)"
-    elif want_drop and on_accelerator:
+    elif want_drop and on_accelerator and uid is None:
         # Measured on the H200: with judge, reference runner and candidate under different uids the runners die
-        # on the judge's CUDA IPC buffers. Until IPC is replaced (fd passing, or one uid per evaluation with a
-        # non-dumpable judge), accelerator children keep root; mount/net namespaces and rlimits stay active.
-        layers["uid"] = "fallback: kept root on accelerators (CUDA IPC between judge and runners needs one uid)"
+        # on the judge's CUDA IPC buffers; one uid per evaluation (group_uid) works. Without one: root.
+        layers["uid"] = "fallback: kept root on accelerators (no evaluation uid given; CUDA IPC needs one uid)"
         layers["nproc_limit"] = "not enforced (root is exempt)"
     elif not want_drop:
         layers["uid"] = f"unavailable ({'not Linux' if not linux else f'not root: runs as uid {os.geteuid()}'})"

@@ -13,14 +13,27 @@ import importlib
 from typing import Any
 
 
-def main(module: str, device: str, workdir: str, memory_limit_mb: int, start: Any, *ends: Any) -> None:
-    """Entry point of a spare of role `module` (judge, reference_process, candidate_process or replay)."""
+def main(
+    module: str,
+    device: str,
+    workdir: str,
+    memory_limit_mb: int,
+    group_uid: int | None,
+    warm: bool,
+    start: Any,
+    *ends: Any,
+) -> None:
+    """Entry point of a spare of role `module` (judge, reference_process, candidate_process or replay); `warm`
+    (a spare made ahead of need) also runs the role's warm_up: library handles, the judge's comparison kernel."""
     role = importlib.import_module(module)
     try:
-        role.prepare(device, workdir, memory_limit_mb)
+        role.prepare(device, workdir, memory_limit_mb, group_uid)
         from drkernel.verify.devices import make_backend
 
-        make_backend(device).synchronize()  # the device's context, made now rather than in the evaluation
+        backend = make_backend(device)
+        backend.synchronize()  # the device's context, made now rather than in the evaluation
+        if warm and hasattr(role, "warm_up"):
+            role.warm_up(backend)
     except Exception:
         pass  # the role's own prepare() in main() meets the failure again and reports it to the judge or caller
     try:
@@ -28,6 +41,11 @@ def main(module: str, device: str, workdir: str, memory_limit_mb: int, start: An
     except (EOFError, OSError):
         return  # discarded unused
     start.close()
-    if (spec.device, spec.workdir, spec.memory_limit_mb) != (device, workdir, memory_limit_mb):
+    if (spec.device, spec.workdir, spec.memory_limit_mb, spec.group_uid) != (
+        device,
+        workdir,
+        memory_limit_mb,
+        group_uid,
+    ):
         raise RuntimeError("a spare was handed a spec for another sandbox")
     role.main(spec, *ends)

@@ -157,3 +157,18 @@ def test_black_box_timing_details_on_cuda(verifier):
     r = verifier.verify(REFERENCE, HONEST, VerifyOptions(num_perf_trials=10))
     assert r.details["calls_per_round"] >= 1 and r.details["empty_round_trip_ms"] > 0
     assert r.details["isolation"]["preloaded"] == "yes"
+
+
+def test_every_child_drops_root_and_a_spare_judges_like_a_fresh_group_on_cuda(verifier):
+    """On a GPU the children of an evaluation share that evaluation's own uid (CUDA IPC needs one uid): none is
+    root, the candidate cannot reach another evaluation's processes, and the judge's buffers still open in the
+    runners. A spare group (started and warmed ahead) gives the honest kernel the same verdict."""
+    fresh = verifier.verify(REFERENCE, HONEST, VerifyOptions(num_perf_trials=10))
+    with Verifier(device="cuda", max_concurrency=1, spares=1) as v:
+        assert v.warm_spares() == 1
+        spare = v.verify(REFERENCE, HONEST, VerifyOptions(num_perf_trials=10))
+    for r, children in ((fresh, "started for this evaluation"), (spare, "spare")):
+        assert r.status == "ok" and r.correct and r.hack is None and r.reward > 1.0, r.error
+        assert r.details["children"] == children
+        uid = r.details["isolation"]["uid"]
+        assert uid.startswith("active (uid=gid=") and "not dumpable" in uid, uid

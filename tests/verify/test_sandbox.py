@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from sandbox_layers import require_layers, skip_unless_host_has
 
-from drkernel.verify.sandbox import UID_BASE
+from drkernel.verify.sandbox import UID_BASE, UID_GROUP_BASE, group_uid
 
 pytestmark = pytest.mark.integration
 
@@ -36,8 +36,8 @@ def report(**kw):
 if spec["preload"]:
     import torch, triton, triton.language as tl  # what the warm fork-server has imported
 from drkernel.verify.sandbox import isolate
-layers = isolate(spec["workdir"], on_accelerator=False, memory_limit_mb=None, nproc_limit=spec["nproc"],
-                 env={"TRITON_INTERPRET": "1"})
+layers = isolate(spec["workdir"], on_accelerator=spec["accelerator"], memory_limit_mb=None, nproc_limit=spec["nproc"],
+                 env={"TRITON_INTERPRET": "1"}, uid=spec["uid"])
 report(kind="layers", layers=layers, pid=os.getpid(), uid=os.getuid(), gid=os.getgid(), groups=os.getgroups())
 exec(spec["payload"])
 """
@@ -100,9 +100,20 @@ while True:
 """
 
 
-def run_driver(payload: str, workdir: str, checkout: Path, preload: bool, nproc: int, hidden_home: str = ""):
+def run_driver(
+    payload: str,
+    workdir: str,
+    checkout: Path,
+    preload: bool,
+    nproc: int,
+    hidden_home: str = "",
+    accelerator: bool = False,
+    uid: int | None = None,
+):
     r, w = os.pipe()
     spec = {
+        "accelerator": accelerator,
+        "uid": uid,
         "payload": payload,
         "workdir": workdir,
         "checkout": str(checkout),
@@ -225,3 +236,47 @@ def test_fork_bomb_is_contained_and_killing_the_caller_visible_pid_ends_it(priva
         time.sleep(0.1)
     assert processes_of(uid) == [], "fork-bomb processes outlived the namespace"
     assert time.monotonic() - t0 < 30
+
+
+# What an accelerator child reports about itself after isolate(): its uid and whether it is dumpable (PR_GET_DUMPABLE).
+ACCELERATOR_PROBE = r"""
+import ctypes
+report(kind="facts", uid=os.getuid(), dumpable=ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))
+"""
+
+
+def test_evaluation_uids_are_distinct_and_above_every_per_pid_uid():
+    uids = [group_uid() for _ in range(600)]
+    assert len(set(uids[:512])) == 512  # a Verifier never has 512 groups alive at once
+    assert min(uids) >= UID_GROUP_BASE >= UID_BASE + (1 << 22)  # CPU children: UID_BASE + pid, pid < 2**22
+    assert max(uids) < UID_GROUP_BASE + (1 << 31) < 2**32 - 1
+
+
+def test_accelerator_child_drops_to_its_evaluations_uid_and_is_not_dumpable(private_workdir):
+    """On a GPU the judge and both runners share the evaluation's uid (CUDA IPC needs it): none stays root, and
+    each is non-dumpable, so the candidate of that uid cannot ptrace or read the memory of the other two."""
+    skip_unless_host_has("uid")
+    uid = group_uid()
+    proc, stream = run_driver(ACCELERATOR_PROBE, private_workdir, REPO, False, 256, accelerator=True, uid=uid)
+    try:
+        layers = read_message(stream, proc, 120)["layers"]
+        facts = read_message(stream, proc, 60)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert layers["uid"].startswith(f"active (uid=gid={uid}") and "not dumpable" in layers["uid"], layers
+    assert layers["pid_namespace"].startswith("fallback"), layers  # CUDA fails in a PID namespace
+    assert (facts["uid"], facts["dumpable"]) == (uid, 0)
+
+
+def test_accelerator_child_without_an_evaluation_uid_keeps_root(private_workdir):
+    skip_unless_host_has("uid")
+    proc, stream = run_driver(ACCELERATOR_PROBE, private_workdir, REPO, False, 256, accelerator=True)
+    try:
+        layers = read_message(stream, proc, 120)["layers"]
+        facts = read_message(stream, proc, 60)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert layers["uid"].startswith("fallback: kept root on accelerators"), layers
+    assert facts["uid"] == 0
