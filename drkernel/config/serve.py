@@ -43,7 +43,9 @@ class VerifierServeConfig(StrictModel):
 
     device: Literal["cpu", "cuda", "npu"] = Field("cpu", description="device kind each verifier replica owns")
     max_concurrency: int = Field(2, ge=1, le=64, description="evaluations compiling/checking at once per replica")
-    spares: int = Field(0, ge=0, le=64, description="evaluation groups forked ahead; opt-in (README: 'Spares')")
+    spares: int | None = Field(
+        None, ge=0, le=64, description="evaluation groups forked ahead; None: the device's default (README: 'Spares')"
+    )
     cpus_per_replica: float = Field(1.0, ge=0, description="Ray CPUs reserved by one verifier replica")
     accelerators_per_replica: float = Field(1.0, gt=0, le=1, description="GPU/NPU share of one replica (<1: shared)")
     autoscaling: AutoscalingSettings = Field(default_factory=AutoscalingSettings, description="replica scaling")

@@ -50,6 +50,7 @@ from drkernel.verify.sandbox import descendants, group_uid, read_tail
 from drkernel.verify.verdict import Verdict
 
 MAX_JUDGE_MESSAGE = 16 << 20
+DEFAULT_SPARES = {"cuda": 2}  # spare groups per device when the caller does not say (see Verifier.__init__)
 MEMORY_SHARE = 0.85  # of an accelerator's memory that concurrent evaluations' estimates may add up to
 
 
@@ -88,10 +89,10 @@ class Verifier:
     Raises PreloadFailed at start when the fork-server could not preload the harness.
     """
 
-    def __init__(self, device: str = "auto", max_concurrency: int = 2, spares: int = 0) -> None:
+    def __init__(self, device: str = "auto", max_concurrency: int = 2, spares: int | None = None) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
-        if spares < 0:
+        if spares is not None and spares < 0:
             raise ValueError("spares must be >= 0")
         self._pools: dict[tuple[bool, int], list[_Group]] = {}  # spares per (cpu_model, memory limit)
         self._pool_lock = threading.Lock()
@@ -102,12 +103,12 @@ class Verifier:
         self.device_memory: dict[str, int] = {}
         self.available = self._probe() if device != "cpu" and _accelerator_nodes() else {"cpu": True}
         self.device = resolve_device(device, self.available)
-        # Evaluation groups started ahead of need; opt-in (0: each evaluation starts its own children). On the
-        # 2-core CPU box they measured slower (their forks and sandboxes compete with the running evaluation;
-        # BENCHMARKS.md, issue 26). On GPU/NPU, where they should pay, the sandbox keeps candidates root with
-        # /proc writable, so an idle spare (the next evaluation's judge and reference runner) is reachable from a
-        # running candidate; that and the speed are unmeasured (no device time), so no default turns them on.
-        self.spares = spares
+        # Evaluation groups started ahead of need (0: each evaluation starts its own children). By default on CUDA
+        # only: the H200 measured 1.85-2.03x the evaluations per second one at a time with them, and there every
+        # evaluation's children run as that evaluation's own uid, so a candidate cannot reach an idle spare. On the
+        # 2-core CPU box they measured slower (their forks compete with the running evaluation); NPU: unmeasured.
+        # BENCHMARKS.md, issue 26.
+        self.spares = spares if spares is not None else DEFAULT_SPARES.get(self.device, 0)
         # Evaluations ask for an estimate of the device memory they will hold before they stage inputs; the
         # estimates granted at once stay within this share of the device (one that needs more runs alone).
         self._memory = _DeviceMemory(int(MEMORY_SHARE * self.device_memory.get(self.device, 0)))

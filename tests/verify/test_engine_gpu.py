@@ -163,7 +163,9 @@ def test_every_child_drops_root_and_a_spare_judges_like_a_fresh_group_on_cuda(ve
     """On a GPU the children of an evaluation share that evaluation's own uid (CUDA IPC needs one uid): none is
     root, the candidate cannot reach another evaluation's processes, and the judge's buffers still open in the
     runners. A spare group (started and warmed ahead) gives the honest kernel the same verdict."""
-    fresh = verifier.verify(REFERENCE, HONEST, VerifyOptions(num_perf_trials=10))
+    assert verifier.spares == 2  # the CUDA default
+    with Verifier(device="cuda", max_concurrency=1, spares=0) as v:
+        fresh = v.verify(REFERENCE, HONEST, VerifyOptions(num_perf_trials=10))
     with Verifier(device="cuda", max_concurrency=1, spares=1) as v:
         assert v.warm_spares() == 1
         spare = v.verify(REFERENCE, HONEST, VerifyOptions(num_perf_trials=10))
