@@ -252,18 +252,22 @@ def test_evaluation_uids_are_distinct_and_above_every_per_pid_uid():
     assert max(uids) < UID_GROUP_BASE + (1 << 31) < 2**32 - 1
 
 
+def accelerator_child(workdir: str, uid: int | None) -> tuple[dict, dict]:
+    """The layers and the self-report of a child isolated as an accelerator child (with an evaluation uid or not)."""
+    proc, stream = run_driver(ACCELERATOR_PROBE, workdir, REPO, False, 256, accelerator=True, uid=uid)
+    try:
+        return read_message(stream, proc, 120)["layers"], read_message(stream, proc, 60)
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
 def test_accelerator_child_drops_to_its_evaluations_uid_and_is_not_dumpable(private_workdir):
     """On a GPU the judge and both runners share the evaluation's uid (CUDA IPC needs it): none stays root, and
     each is non-dumpable, so the candidate of that uid cannot ptrace or read the memory of the other two."""
     skip_unless_host_has("uid")
     uid = group_uid()
-    proc, stream = run_driver(ACCELERATOR_PROBE, private_workdir, REPO, False, 256, accelerator=True, uid=uid)
-    try:
-        layers = read_message(stream, proc, 120)["layers"]
-        facts = read_message(stream, proc, 60)
-    finally:
-        proc.kill()
-        proc.wait(10)
+    layers, facts = accelerator_child(private_workdir, uid)
     assert layers["uid"].startswith(f"active (uid=gid={uid}") and "not dumpable" in layers["uid"], layers
     assert layers["pid_namespace"].startswith("fallback"), layers  # CUDA fails in a PID namespace
     assert (facts["uid"], facts["dumpable"]) == (uid, 0)
@@ -271,12 +275,6 @@ def test_accelerator_child_drops_to_its_evaluations_uid_and_is_not_dumpable(priv
 
 def test_accelerator_child_without_an_evaluation_uid_keeps_root(private_workdir):
     skip_unless_host_has("uid")
-    proc, stream = run_driver(ACCELERATOR_PROBE, private_workdir, REPO, False, 256, accelerator=True)
-    try:
-        layers = read_message(stream, proc, 120)["layers"]
-        facts = read_message(stream, proc, 60)
-    finally:
-        proc.kill()
-        proc.wait(10)
+    layers, facts = accelerator_child(private_workdir, None)
     assert layers["uid"].startswith("fallback: kept root on accelerators"), layers
     assert facts["uid"] == 0
