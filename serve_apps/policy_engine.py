@@ -28,7 +28,14 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, PreTrainedModel, StoppingCriteria
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    GenerationConfig,
+    LogitsProcessor,
+    PreTrainedModel,
+    StoppingCriteria,
+)
 
 from drkernel.config.train import PolicyConfig
 from drkernel.model.weights import WeightsManifest, state_checksum, unpack_into
@@ -109,12 +116,34 @@ class _RowBudget(StoppingCriteria):
         return (input_ids.shape[1] - self.prompt_width) >= self.budgets.to(input_ids.device)
 
 
+class _SeededGumbel(LogitsProcessor):
+    """Per-row seeded sampling inside one batched `generate`: each row draws Gumbel noise from its own generator
+    and the (greedy) argmax of log-prob + noise is a sample of that row's distribution (the Gumbel-max trick),
+    so a row's tokens depend on its prompt, params and seed, not on the rows it is batched with. Keeps the clean
+    log-probs of every step, since `generate`'s own scores would include the noise."""
+
+    def __init__(self, seeds: Sequence[int], sampling: SamplingParams, device: torch.device) -> None:
+        self.generators = [torch.Generator(device=device).manual_seed(int(s)) for s in seeds]
+        self.sampling = sampling
+        self.logprobs: list[torch.Tensor] = []
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        logp = processed_logprobs(scores, self.sampling)
+        self.logprobs.append(logp)
+        tiny = torch.finfo(torch.float32).tiny
+        uniform = torch.stack(
+            [torch.rand(scores.shape[-1], generator=g, device=scores.device) for g in self.generators]
+        ).clamp_min(tiny)
+        return logp - torch.log(-torch.log(uniform))
+
+
 def _group_key(s: SamplingParams) -> tuple:
-    """Requests that can share one `generate` call: same distribution, same stop set, same seed."""
+    """Requests that can share one `generate` call: same distribution, same stop set, seeded or not (seeded
+    rows are sampled with their own generators, _SeededGumbel)."""
     stops = tuple(sorted(set(s.stop_token_ids)))
     if s.temperature == 0:
-        return (0.0, 0, 1.0, stops, None)  # greedy: truncation and seed change nothing
-    return (s.temperature, s.top_k, s.top_p, stops, s.seed)
+        return (0.0, 0, 1.0, stops, False)  # greedy: truncation and seed change nothing
+    return (s.temperature, s.top_k, s.top_p, stops, s.seed is not None)
 
 
 def check_prompt(
@@ -143,9 +172,10 @@ def stop_ids_of(tokenizer: Any) -> list[int]:
 class TransformersEngine:
     """Padded batched `generate` on one device; log-probs via compute_transition_scores(normalize_logits=True).
 
-    Requests of one call are grouped by sampling key (temperature, top-k, top-p, stop ids, seed); each group
-    is one left-padded `generate`. A seeded request always runs alone (under a forked RNG), so the same prompt,
-    params and seed give the same output however requests happen to be batched.
+    Requests of one call are grouped by sampling key (temperature, top-k, top-p, stop ids, seeded or not); each
+    group is one left-padded `generate`. Seeded requests are batched too, each row sampling from its own
+    generator (_SeededGumbel), so the same prompt, params and seed give the same tokens however requests happen
+    to be batched (log-probs equal up to the float rounding of a different batch shape).
     """
 
     batches_itself = False
@@ -205,12 +235,11 @@ class TransformersEngine:
         return await loop.run_in_executor(self._worker, self.generate_sync, list(prompts), list(samplings))
 
     def generate_sync(self, prompts: list[list[int]], samplings: list[SamplingParams]) -> list[GenerateOutput]:
-        """The blocking batch: one `generate` per sampling group (one per seeded request), input order kept."""
+        """The blocking batch: one `generate` per sampling group, input order kept."""
         version = self._version  # read once: weights cannot change while this thread runs
         groups: dict[tuple, list[int]] = defaultdict(list)
         for i, s in enumerate(samplings):
-            key = _group_key(s)
-            groups[key + ((i,) if key[4] is not None else ())].append(i)
+            groups[_group_key(s)].append(i)
         results: list[GenerateOutput | None] = [None] * len(prompts)
         for key, idx in groups.items():
             outs = self._generate_group([prompts[i] for i in idx], [samplings[i] for i in idx], key, version)
@@ -222,7 +251,7 @@ class TransformersEngine:
     def _generate_group(
         self, prompts: list[list[int]], samplings: list[SamplingParams], key: tuple, version: int
     ) -> list[GenerateOutput]:
-        temperature, top_k, top_p, extra_stops, seed = key[:5]
+        temperature, top_k, top_p, extra_stops, seeded = key
         stops = sorted(set(self.stop_token_ids) | set(extra_stops))
         width = max(len(p) for p in prompts)
         ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
@@ -232,11 +261,12 @@ class TransformersEngine:
             mask[row, width - len(p) :] = 1
         budgets = torch.tensor([s.max_new_tokens for s in samplings])
         greedy = temperature == 0
+        gumbel = _SeededGumbel([s.seed for s in samplings], samplings[0], self.device) if seeded else None
         config = GenerationConfig(
-            do_sample=not greedy,
-            temperature=1.0 if greedy else temperature,
-            top_k=None if greedy else top_k,  # greedy: warpers never run; None avoids transformers' warning
-            top_p=1.0 if greedy else top_p,
+            do_sample=not (greedy or seeded),  # seeded: _SeededGumbel samples, the argmax picks its draw
+            temperature=1.0 if greedy or seeded else temperature,
+            top_k=None if greedy or seeded else top_k,  # warpers off: None avoids transformers' warning
+            top_p=1.0 if greedy or seeded else top_p,
             min_p=None,
             typical_p=1.0,
             repetition_penalty=1.0,
@@ -246,20 +276,21 @@ class TransformersEngine:
             max_new_tokens=int(budgets.max()),
             eos_token_id=stops,
             pad_token_id=self.pad_token_id,
-            output_scores=True,
+            output_scores=not seeded,
             return_dict_in_generate=True,
         )
-        rng_devices = [self.device] if self.device.type == "cuda" else []
-        with torch.random.fork_rng(devices=rng_devices, enabled=seed is not None):
-            if seed is not None:
-                torch.manual_seed(seed)
-            out = self.model.generate(
-                input_ids=ids.to(self.device),
-                attention_mask=mask.to(self.device),
-                generation_config=config,
-                stopping_criteria=[_RowBudget(width, budgets)],
-            )
-        scores = self.model.compute_transition_scores(out.sequences, out.scores, normalize_logits=True)
+        out = self.model.generate(
+            input_ids=ids.to(self.device),
+            attention_mask=mask.to(self.device),
+            generation_config=config,
+            stopping_criteria=[_RowBudget(width, budgets)],
+            logits_processor=[gumbel] if gumbel else None,
+        )
+        if gumbel:
+            chosen = out.sequences[:, width:]
+            scores = torch.stack(gumbel.logprobs, dim=1).gather(-1, chosen.unsqueeze(-1)).squeeze(-1)
+        else:
+            scores = self.model.compute_transition_scores(out.sequences, out.scores, normalize_logits=True)
         new_ids = out.sequences[:, width:].tolist()
         new_lp = scores.float().cpu().tolist()
         stop_set = set(stops)
