@@ -87,6 +87,9 @@ class RolloutConfig(StrictModel):
     temperature: float = Field(1.0, ge=0, description="sampling temperature")
     top_p: float = Field(1.0, gt=0, le=1, description="nucleus threshold (1 = off)")
     top_k: int = Field(0, ge=0, description="top-k (0 = off)")
+    seed: int | None = Field(
+        None, ge=0, description="seed each turn's sampling from (seed, group id, sample, turn); null = unseeded"
+    )
     cpus_per_worker: float = Field(0.25, ge=0, description="Ray CPUs reserved by one rollout worker")
     sample_retries: int = Field(1, ge=0, description="retries of an episode that raised before its group fails")
     infra_requeues: int = Field(

@@ -16,12 +16,16 @@ Where the issue is silent, the episode does this (and why):
   that leaves no room at all is an error (the prompt stream's length filter should have dropped it).
 - An output aborted by a weight swap is re-submitted with its partial tokens appended (verl's resume loop); the
   turn keeps its oldest and newest policy version.
+- With `rollout.seed` set, each turn's sampling seed is derived from (seed, group id, sample index, turn), so two
+  runs with equal weights and equal prompts draw equal samples (a learning-rate-0 control then differs from its
+  RL arm only by what training changed), and a group's samples still differ from each other.
 - An exception from `generate` or `verify` propagates: the rollout worker decides (retry, fail the group). The
   episode awaits its callables directly and starts no task of its own, so nothing is left running.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -108,10 +112,19 @@ def format_failure(finish_reason: FinishReason) -> VerifyResult:
     return VerifyResult(status="ok", compiled=False, correct=False, error=ErrorInfo(kind="syntax", message=message))
 
 
+def sample_seed(seed: int | None, group_id: str, sample_index: int, turn: int) -> int | None:
+    """The sampling seed of one turn (None when the rollout is unseeded): a hash, so nearby ids share nothing."""
+    if seed is None:
+        return None
+    digest = hashlib.blake2b(f"{seed}/{group_id}/{sample_index}/{turn}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1  # below 2**63: every engine takes it
+
+
 async def _sample(
-    generate: GenerateFn, context: list[int], budget: int, stops: list[int], cfg: RolloutConfig
+    generate: GenerateFn, context: list[int], budget: int, stops: list[int], cfg: RolloutConfig, seed: int | None
 ) -> _Sample:
-    """Generate one response of at most `budget` tokens, re-submitting after aborts with the tokens so far."""
+    """Generate one response of at most `budget` tokens, re-submitting after aborts with the tokens so far (a
+    resumed request gets the next seed: its continuation must not replay the aborted draw)."""
     ids: list[int] = []
     logprobs: list[float] = []
     versions: list[int] = []
@@ -123,6 +136,7 @@ async def _sample(
             top_k=cfg.top_k,
             max_new_tokens=budget - len(ids),
             stop_token_ids=stops,
+            seed=None if seed is None else (seed + resume) % 2**63,
         )
         t0 = time.perf_counter()
         out = await generate(context + ids, params)
@@ -191,7 +205,8 @@ async def run_episode(
     end_reason: EndReason | None = None
     for index in range(cfg.max_turns):
         budget = min(cfg.max_new_tokens, cfg.max_context_tokens - len(stream))
-        sample = await _sample(generate, stream.context_ids, budget, stream.stop_token_ids, cfg)
+        seed = sample_seed(cfg.seed, group_id, sample_index, index)
+        sample = await _sample(generate, stream.context_ids, budget, stream.stop_token_ids, cfg, seed)
         stats["generate_s"] += sample.generate_s
         stats["aborts"] += sample.resumes
         text = tokenizer.decode(sample.token_ids, skip_special_tokens=True)

@@ -78,6 +78,25 @@ def test_sampling_follows_the_config(row, tokenizer):
     assert params.stop_token_ids == [tokenizer.convert_tokens_to_ids("<|im_end|>")]
 
 
+def test_seeds_are_unset_by_default_and_follow_group_sample_and_turn_when_set(row, tokenizer):
+    replies = [Reply(fenced(CODE_A)), Reply(fenced(CODE_B))]
+    engine = ScriptedEngine(tokenizer, replies)
+    _run(row, engine, ScriptedVerifier([ok(), ok()]), tokenizer, rollout_cfg(max_turns=2))
+    assert [c[1].seed for c in engine.calls] == [None, None]
+
+    def seeds(group: str, index: int, seed: int = 7) -> list[int]:
+        engine = ScriptedEngine(tokenizer, replies)
+        cfg = rollout_cfg(max_turns=2, seed=seed)
+        asyncio.run(run_episode(row, group, index, engine, ScriptedVerifier([ok(), ok()]), tokenizer, cfg, REWARD))
+        return [c[1].seed for c in engine.calls]
+
+    first = seeds("g0", 1)
+    assert first == seeds("g0", 1)  # a second run (the control arm) draws with the same seeds
+    assert first[0] != first[1] and all(0 <= s < 2**63 for s in first)  # each turn its own draw
+    others = [seeds("g0", 2), seeds("g1", 1), seeds("g0", 1, seed=8)]
+    assert all(not set(first) & set(o) for o in others)  # sibling, other group, other run seed: all new draws
+
+
 def test_versions_span_the_turns(row, tokenizer):
     engine = ScriptedEngine(tokenizer, [Reply(fenced(CODE_A), version=3), Reply(fenced(CODE_B), version=5)])
     traj = _run(row, engine, ScriptedVerifier([ok(), ok()]), tokenizer, rollout_cfg())
@@ -259,6 +278,12 @@ def test_an_aborted_reply_is_resumed_and_keeps_both_versions(row, tokenizer):
     assert traj.response_ids[turn.start : turn.end] == engine.outputs[0].token_ids + engine.outputs[1].token_ids
     assert turn.code == CODE_A and turn.versions == (1, 2) and (traj.min_version, traj.max_version) == (1, 2)
     assert traj.metrics["aborts"] == 1
+    assert engine.calls[0][1].seed is None and engine.calls[1][1].seed is None
+    seeded = ScriptedEngine(
+        tokenizer, [Reply(head, version=1, finish="abort"), Reply(tokenizer.decode(ids[10:]), version=2)]
+    )
+    _run(row, seeded, ScriptedVerifier([ok()]), tokenizer, rollout_cfg(max_turns=1, max_new_tokens=300, seed=3))
+    assert seeded.calls[1][1].seed == seeded.calls[0][1].seed + 1  # the resumed request does not replay its draw
 
 
 def test_endless_aborts_give_the_episode_up(row, tokenizer):
