@@ -1,23 +1,39 @@
-"""Does the RL loop learn? The same job twice from one warm start and the same seeds: once with RL, once as a
-control that cannot learn (trainer.lr=0, everything else equal), over several seeds.
+"""Does the RL loop learn? The same job from one warm start with the same seeds: RL arms (one per learning rate)
+and a control that cannot learn (trainer.lr=0, everything else equal), several seeds, all jobs at once on one
+Ray cluster.
 
-    TRITON_INTERPRET=1 python benchmarks/learning.py [--seeds 0 1] [--steps 8] [--lr 1e-4] [--out runs/learning]
+    TRITON_INTERPRET=1 python benchmarks/learning.py [--seeds 0 1 2] [--steps 12] [--lrs 1e-4 3e-4] \\
+        [--samples 8] [--groups 4] [--val-samples 64] [--parallel 9] [--deadline-s 500] [--out runs/learning]
 
-The warm start is this script's own (the demo is untouched): the tiny recipe's 64-wide Qwen3, SFT (one thread)
-on both solutions of `relu` and `scale_shift`, simple and fused, for `--sft-epochs`. The defaults were picked by
-sampling the warm start's first turns at the rollout temperature before any run: 160 epochs at temperature 1.0
-leave its first answers correct about 60% of the time and fused about 20% (120 epochs: about 6% correct; 240
-epochs: always correct, `relu` always the simple kernel). Single-turn episodes (`--turns 1`), so every scored
-turn is a first answer. The reward is speed-aware: the verifier models H200 time on CPU (`timing: cpu_model`),
-which prices the fused kernels faster (relu: simple 0.5x, fused 1.0x the reference; scale_shift: simple 1.0x,
-fused 2.0x), so RL should move both the correct rate and the fused share up.
+On the H200 host (16 CPU cores, the CPU-modelled verifier, the tiny policy on CPU; one call of at most 600 s; the
+warm start carried as the ignored folder runs/learning-warm, else made here in about a minute):
 
-Both arms validate on the training tasks at step 0 and at the last step with `drkernel eval`'s code (the job's
-`val/` metrics: `val/fast@p` is the share of *all* samples that are correct with speedup > p, best turn per
-sample), and the job's own per-step rollout metrics are kept (`rollout/correct_rate`, correct share of judged
-turns; `rollout/fast1_in_all`, correct and modelled faster, share of judged turns; the job's `rollout/fast1` is
-faster among *correct* turns only and is not used here). One Ray cluster serves every run. Prints per arm the
-seeds' mean and range, and RL minus control; writes results.json.
+    bash .device-site/install.sh && export PYTHONPATH=/tmp/site:$PWD TRITON_INTERPRET=1 && \\
+    timeout 580 python3 benchmarks/learning.py --seeds 0 1 2 --lrs 1e-4 3e-4 --steps 12 --samples 8 --groups 4 \\
+        --val-samples 64 --parallel 9 --deadline-s 520 --warm-start runs/learning-warm --out $OUT/learning
+
+What makes a difference visible if there is one:
+- Seeded sampling (`rollout.seed`): every turn's draw is seeded from (seed, group, sample, turn), so at step 1 an
+  RL arm and its control draw *identical* samples (same weights, same prompts), and later steps differ only by
+  what training changed. Validation is seeded the same way, so both arms' step-0 validations are one and the
+  same numbers (the script checks this) and the end validation is paired with the start sample for sample.
+- Groups of `--samples` (8) and `--groups` (4) a step, 64 validation samples per task (standard error near 0.06
+  on a proportion), and learning rates side by side (`--lrs`) against one control per seed.
+- The warm start is built once (`--warm-start`, an SFT checkpoint folder; made there when missing) and shared by
+  every job: the tiny recipe's 64-wide Qwen3, SFT on one thread on both solutions of `relu` and `scale_shift`,
+  simple and fused, for `--sft-epochs` (160: about 60% of first answers correct at temperature 1, about 20%
+  fused; BENCHMARKS.md).
+- Each job is its own driver process (a TrainJob) on the script's Ray cluster with its own policy and verifier
+  Serve apps, `--parallel` of them at once; `--deadline-s` stops jobs still running (they clean up) and the
+  summary uses what they logged.
+
+The reward is speed-aware: the verifier models H200 time on CPU (`timing: cpu_model`), which prices the fused
+kernels faster (relu: simple 0.5x, fused 1.0x the reference; scale_shift: simple 1.0x, fused 2.0x). Names:
+`val/fast@p` is `drkernel eval`'s metric, the share of *all* validation samples correct with speedup > p;
+`rollout/correct_rate` is the correct share of judged training turns; `rollout/fast1_in_all` the share of judged
+training turns correct and modelled faster than 1 (the job's `rollout/fast1` counts among *correct* turns only and
+is not used). Prints per learning rate the seeds' RL, control and paired RL - control; writes results.json and
+results.md.
 """
 
 from __future__ import annotations
@@ -26,8 +42,10 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import socket
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -41,102 +59,113 @@ from drkernel.config.train import TrainConfig  # noqa: E402
 from drkernel.tasks import library_path  # noqa: E402
 
 KEYS = ("rollout/correct_rate", "rollout/fast1_in_all", "rollout/reward_mean")
-VAL_KEYS = ("val/fast@0", "val/fast@1", "val/fast@0/turn1", "val/reward_mean")
+VAL_KEYS = ("val/fast@0", "val/fast@1", "val/reward_mean")
 
 
-def warm_start(root: Path, tasks: list[str], epochs: int) -> list[str]:
-    """The experiment's recipe (tiny model, its own SFT checkpoint, made once) as overrides."""
-    overrides = [
+def recipe(root: Path, tasks: list[str], epochs: int) -> list[str]:
+    """The experiment's recipe as overrides: the tiny model, its tasks copied under `root`, a speed-aware
+    CPU-modelled verifier."""
+    for name in tasks:
+        shutil.copytree(library_path() / name, root / "tasks" / name, dirs_exist_ok=True)
+    return [
         *tiny_recipe_overrides(root),
         f"sft.epochs={epochs}",
-        "sft.num_threads=1",  # two OpenMP threads spin against each other on a shared 2-core box
+        "sft.num_threads=1",  # two OpenMP threads spin against each other on a shared box
         "verifier.options.num_correct_trials=1",
         "verifier.options.measure_performance=true",
         "verifier.options.timing=cpu_model",
         "verifier.options.gpu_profile=h200",
         "verifier.options.timeout_s=120",
     ]
-    if not (root / "sft" / "config.json").is_file():
-        for name in tasks:
-            shutil.copytree(library_path() / name, root / "tasks" / name, dirs_exist_ok=True)
-        from drkernel.sft.stage import run_sft_stage
-
-        t0 = time.monotonic()
-        run_sft_stage(load_config(TrainConfig, None, overrides), log=lambda _: None)
-        print(f"warm start: SFT {epochs} epochs on {', '.join(tasks)} in {time.monotonic() - t0:.0f} s", flush=True)
-    return overrides
 
 
-def run_job(overrides: list[str], out: Path) -> dict:
-    """One whole job on the script's Ray cluster; its metric rows (step 0 = the first validation)."""
+def warm_start(folder: Path, overrides: list[str]) -> Path:
+    """The SFT checkpoint every job starts from, made once in `folder` (about a minute on one thread)."""
+    if (folder / "config.json").is_file():
+        return folder
+    from drkernel.sft.stage import run_sft_stage
+
+    t0 = time.monotonic()
+    run_sft_stage(load_config(TrainConfig, None, [*overrides, f"sft.output_dir={folder}"]), log=lambda _: None)
+    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    print(f"warm start: SFT in {time.monotonic() - t0:.0f} s, {size / 1e6:.1f} MB at {folder}", flush=True)
+    return folder
+
+
+def run_one(spec_file: Path) -> None:
+    """Child mode: one whole job on the parent's Ray cluster; SIGTERM stops it and it still cleans up."""
+    import ray
+
     from actors.job import TrainJob
 
-    shutil.rmtree(out, ignore_errors=True)
-    job = TrainJob(load_config(TrainConfig, None, [*overrides, f"trainer.output_dir={out}"]))
-    t0 = time.monotonic()
+    spec = json.loads(spec_file.read_text())
+
+    def stop(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)
+    ray.init(
+        address=spec["address"],
+        log_to_driver=False,
+        runtime_env={
+            "env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+        },
+    )
+    job = TrainJob(load_config(TrainConfig, None, spec["overrides"]))
     try:
         job.setup()
         job.run()
     finally:
         job.cleanup()
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    return {"wall_s": round(time.monotonic() - t0, 1), "rows": rows}
+        ray.shutdown()
 
 
-def digest(rows: list[dict], steps: int) -> dict[str, float]:
-    """Start and end of one run: validation at step 0 and at the last step, rollout metrics of the first and
-    last third of the steps."""
-    first = [r for r in rows if r["step"] == 0][0]
-    last = [r for r in rows if r["step"] == steps][0]
-    trained = [r for r in rows if r["step"] >= 1]
-    third = max(1, len(trained) // 3)
-    out: dict[str, float] = {}
+def read_rows(out: Path) -> list[dict]:
+    path = out / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+
+
+def val_steps(rows: list[dict]) -> set[int]:
+    return {int(r["step"]) for r in rows if "val/fast@0" in r}
+
+
+def trained_steps(rows: list[dict]) -> int:
+    return sum(1 for r in rows if r.get("step", 0) >= 1 and "rollout/correct_rate" in r)
+
+
+def digest(rows: list[dict], val_step: int | None, upto: int) -> dict[str, float]:
+    """One run, to compare with another at the same points: validation at step 0 and at `val_step`, rollout
+    metrics of step 1 and of the last third of steps 1..`upto` (NaN where the run never got there)."""
+    nan = float("nan")
+    vals = {int(r["step"]): r for r in rows if "val/fast@0" in r}
+    trained = [r for r in rows if 1 <= r.get("step", 0) <= upto and "rollout/correct_rate" in r]
+    out: dict[str, float] = {"steps": float(len(trained)), "val end step": float(val_step or 0)}
     for key in VAL_KEYS:
-        out[f"{key} start"] = first.get(key, float("nan"))
-        out[f"{key} end"] = last.get(key, float("nan"))
+        out[f"{key} start"] = vals[0].get(key, nan) if 0 in vals else nan
+        out[f"{key} end"] = vals[val_step].get(key, nan) if val_step else nan
+    third = max(1, len(trained) // 3)
     for key in KEYS:
-        out[f"{key} first third"] = statistics.mean(r.get(key, 0.0) for r in trained[:third])
-        out[f"{key} last third"] = statistics.mean(r.get(key, 0.0) for r in trained[-third:])
+        out[f"{key} step 1"] = trained[0].get(key, nan) if trained else nan
+        out[f"{key} last third"] = statistics.mean(r.get(key, 0.0) for r in trained[-third:]) if trained else nan
     return out
 
 
+def paired(rl_rows: list[dict], control_rows: list[dict]) -> tuple[dict[str, float], dict[str, float]]:
+    """Digests of an RL run and its control at the last validation step and training step both reached."""
+    common = (val_steps(rl_rows) & val_steps(control_rows)) - {0}
+    val_step = max(common) if common else None
+    upto = min(trained_steps(rl_rows), trained_steps(control_rows))
+    return digest(rl_rows, val_step, upto), digest(control_rows, val_step, upto)
+
+
 def spread(values: list[float]) -> str:
-    return f"{statistics.mean(values):.3f} [{min(values):.3f}, {max(values):.3f}]"
+    values = [v for v in values if v == v]
+    if not values:
+        return "n/a"
+    return f"{statistics.mean(values):+.3f} [{min(values):+.3f}, {max(values):+.3f}]"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--lr", type=float, default=1e-4)
-    ap.add_argument("--samples", type=int, default=4, help="group size n (rollout.samples_per_prompt)")
-    ap.add_argument("--groups", type=int, default=2, help="prompt groups per step")
-    ap.add_argument("--turns", type=int, default=1, help="1: every sample is a first turn")
-    ap.add_argument("--temperature", type=float, default=1.0, help="rollout and validation temperature")
-    ap.add_argument("--sft-epochs", type=int, default=160)
-    ap.add_argument("--val-samples", type=int, default=4, help="validation samples per task at step 0 and the end")
-    ap.add_argument("--tasks", nargs="+", default=["relu", "scale_shift"])
-    ap.add_argument("--out", default="runs/learning")
-    ap.add_argument("--rl-only", action="store_true", help="skip the control (a quick look at a learning rate)")
-    a = ap.parse_args()
-    root = Path(a.out).resolve()
-    base = warm_start(root / "recipe", a.tasks, a.sft_epochs)
-    common = [
-        *base,
-        f"trainer.total_steps={a.steps}",
-        f"trainer.checkpoint_every={a.steps}",
-        f"rollout.samples_per_prompt={a.samples}",
-        f"rollout.max_turns={a.turns}",
-        f"rollout.temperature={a.temperature}",
-        f"rollout.groups_per_worker={a.groups}",
-        f"queue.groups_per_step={a.groups}",
-        "queue.max_staleness=0",  # synchronous: every step's samples come from the weights just pushed
-        f"trainer.micro_batch_size={a.samples}",
-        f"validation.every_steps={a.steps}",
-        f"validation.samples_per_task={a.val_samples}",
-        f"validation.tasks=[{','.join(a.tasks)}]",
-        "logging.samples_every=1000",
-    ]
+def start_cluster(num_cpus: int) -> tuple[str, int]:
     import ray
     from ray import serve
 
@@ -144,11 +173,11 @@ def main() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    for attempt in range(10):  # on a swamped box the raylet can miss Ray's fixed 30 s start window
+    for attempt in range(5):  # on a swamped box the raylet can miss Ray's fixed 30 s start window
         try:
-            ray.init(
+            info = ray.init(
                 address="local",
-                num_cpus=8,
+                num_cpus=num_cpus,
                 include_dashboard=False,
                 log_to_driver=False,
                 runtime_env={"env_vars": {"PYTHONPATH": path}},
@@ -158,45 +187,170 @@ def main() -> None:
             print(f"Ray did not start (attempt {attempt + 1}): {e}", flush=True)
             ray.shutdown()
     else:
-        raise SystemExit("Ray did not start in ten attempts")
+        raise SystemExit("Ray did not start in five attempts")
     serve.start(http_options={"host": "127.0.0.1", "port": port})
-    runs: dict[str, dict[int, dict]] = {"rl": {}, "control": {}}
-    t0 = time.monotonic()
+    return info.address_info["gcs_address"], port
+
+
+def run_jobs(jobs: dict[str, list[str]], root: Path, address: str, parallel: int, deadline: float) -> dict[str, dict]:
+    """Every job as a child process, `parallel` at once; past `deadline` (monotonic) the rest are stopped."""
+    waiting = list(jobs)
+    running: dict[str, tuple[subprocess.Popen, float]] = {}
+    done: dict[str, dict] = {}
+    env = {**os.environ, "RAY_ADDRESS": address}
+    while waiting or running:
+        while waiting and len(running) < parallel and time.monotonic() < deadline:
+            name = waiting.pop(0)
+            out = root / name
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir(parents=True)
+            spec = root / f"{name}.json"  # not with_suffix: a rate's dot would be taken for one
+            spec.write_text(json.dumps({"address": address, "overrides": [*jobs[name], f"trainer.output_dir={out}"]}))
+            log = (root / f"{name}.log").open("w")
+            cmd = [sys.executable, __file__, "--run-one", str(spec)]
+            running[name] = (subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), time.monotonic())
+        if time.monotonic() >= deadline:
+            for name in waiting:
+                done[name] = {"status": "not started (deadline)", "wall_s": 0.0, "rows": []}
+            waiting = []
+            for proc, _ in running.values():
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+            for proc, _ in running.values():
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        for name, (proc, t0) in list(running.items()):
+            if proc.poll() is None:
+                continue
+            del running[name]
+            status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
+            rows = read_rows(root / name)
+            done[name] = {"status": status, "wall_s": round(time.monotonic() - t0, 1), "rows": rows}
+            vals = sorted(val_steps(rows))
+            print(
+                f"{name:18s} {status:8s} {done[name]['wall_s']:5.0f} s, {trained_steps(rows)} steps, validations at "
+                f"steps {vals}: correct " + ", ".join(f"{r['val/fast@0']:.3f}" for r in rows if "val/fast@0" in r),
+                flush=True,
+            )
+        time.sleep(1.0)
+    return done
+
+
+def summarise(done: dict[str, dict], seeds: list[int], lrs: list[float]) -> tuple[dict, list[str]]:
+    """Per learning rate: RL, control and paired RL - control over seeds, each as mean [min, max]; every pair is
+    compared at the steps both of its runs reached."""
+    lines = ["| metric | lr | RL | control | RL - control (paired by seed) |", "|---|---|---|---|---|"]
+    table: dict = {}
+    for lr in lrs:
+        pairs = [paired(done[f"seed{s}-lr{lr:g}"]["rows"], done[f"seed{s}-control"]["rows"]) for s in seeds]
+        for key in pairs[0][0]:
+            rl = [p[0][key] for p in pairs]
+            ctl = [p[1][key] for p in pairs]
+            diff = [x - y for x, y in zip(rl, ctl, strict=True)]
+            table[f"{key} @ lr {lr:g}"] = {"rl": rl, "control": ctl, "rl_minus_control": diff}
+            if key not in ("steps", "val end step"):
+                lines.append(f"| `{key}` | {lr:g} | {spread(rl)} | {spread(ctl)} | {spread(diff)} |")
+            else:
+                lines.append(f"| {key} (per seed) | {lr:g} | {rl} | {ctl} | |")
+    return table, lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--lrs", type=float, nargs="+", default=[1e-4, 3e-4], help="one RL arm per rate, per seed")
+    ap.add_argument("--samples", type=int, default=8, help="group size n (rollout.samples_per_prompt)")
+    ap.add_argument("--groups", type=int, default=4, help="prompt groups per step")
+    ap.add_argument("--turns", type=int, default=1, help="1: every sample is a first turn")
+    ap.add_argument("--temperature", type=float, default=1.0, help="rollout and validation temperature")
+    ap.add_argument("--sft-epochs", type=int, default=160)
+    ap.add_argument("--val-samples", type=int, default=64, help="validation samples per task")
+    ap.add_argument("--val-every", type=int, default=4, help="validate at step 0 and every this many steps")
+    ap.add_argument("--tasks", nargs="+", default=["relu", "scale_shift"])
+    ap.add_argument("--warm-start", default=None, help="SFT checkpoint folder shared by every job (made if missing)")
+    ap.add_argument("--parallel", type=int, default=None, help="jobs at once (default: all)")
+    ap.add_argument("--deadline-s", type=float, default=None, help="stop jobs still running after this many seconds")
+    ap.add_argument("--verifier-concurrency", type=int, default=4, help="evaluations at once per job's verifier")
+    ap.add_argument("--out", default="runs/learning")
+    ap.add_argument("--run-one", default=None, help=argparse.SUPPRESS)  # child mode (one job)
+    a = ap.parse_args()
+    if a.run_one:
+        run_one(Path(a.run_one))
+        return
+    t_start = time.monotonic()
+    deadline = t_start + (a.deadline_s if a.deadline_s else float("inf"))
+    root = Path(a.out).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    base = recipe(root / "recipe", a.tasks, a.sft_epochs)
+    model = warm_start(Path(a.warm_start or root / "recipe" / "sft").resolve(), base)
+    common = [
+        *base,
+        f"policy.model_path={model}",
+        "policy.num_threads=1",
+        f"trainer.total_steps={a.steps}",
+        f"trainer.checkpoint_every={a.steps}",
+        f"rollout.samples_per_prompt={a.samples}",
+        f"rollout.max_turns={a.turns}",
+        f"rollout.temperature={a.temperature}",
+        f"rollout.groups_per_worker={a.groups}",
+        f"queue.groups_per_step={a.groups}",
+        "queue.max_staleness=0",  # synchronous: every step's samples come from the weights just pushed
+        f"trainer.micro_batch_size={a.samples}",
+        "rl_data.read_cpus=0.25",
+        f"verifier.max_concurrency={a.verifier_concurrency}",
+        f"validation.every_steps={a.val_every}",
+        f"validation.samples_per_task={a.val_samples}",
+        f"validation.tasks=[{','.join(a.tasks)}]",
+        "logging.samples_every=1000",
+    ]
+    jobs: dict[str, list[str]] = {}
+    for seed in a.seeds:
+        for arm, lr in [("control", 0.0), *((f"lr{lr:g}", lr) for lr in a.lrs)]:
+            name = f"seed{seed}-{arm}"
+            jobs[name] = [
+                *common,
+                f"trainer.lr={lr}",
+                f"trainer.seed={seed}",
+                f"rl_data.seed={seed}",
+                f"rollout.seed={seed}",
+                f"policy.app_name=learn-{name}-policy",
+                f"policy.route_prefix=/learn-{name}",
+                f"verifier.app_name=learn-{name}-verifier",
+            ]
+    for overrides in jobs.values():  # a bad override fails here, before any job starts
+        load_config(TrainConfig, None, overrides)
+    import ray
+    from ray import serve
+
+    parallel = a.parallel or len(jobs)
+    address, port = start_cluster(max(os.cpu_count() or 1, 2 * parallel))
     try:
-        for seed in a.seeds:
-            for arm, lr in (("rl", a.lr), ("control", 0.0))[: 1 if a.rl_only else 2]:
-                extra = [f"trainer.lr={lr}", f"trainer.seed={seed}", f"rl_data.seed={seed}"]
-                result = run_job([*common, *extra, f"policy.http_port={port}"], root / f"seed{seed}-{arm}")
-                runs[arm][seed] = {
-                    "wall_s": result["wall_s"],
-                    **digest(result["rows"], a.steps),
-                    "rows": result["rows"],
-                }
-                d = runs[arm][seed]
-                print(
-                    f"seed {seed} {arm:7s} ({d['wall_s']:.0f} s): "
-                    + ", ".join(f"{k} {d[k]:.3f}" for k in d if k not in ("wall_s", "rows")),
-                    flush=True,
-                )
+        print(f"{len(jobs)} jobs, {parallel} at once, on Ray at {address}", flush=True)
+        jobs = {n: [*o, f"policy.http_port={port}"] for n, o in jobs.items()}
+        done = run_jobs(jobs, root, address, parallel, deadline)
     finally:
         serve.shutdown()
         ray.shutdown()
-    if a.rl_only:
-        return
-    keys = [k for k in runs["rl"][a.seeds[0]] if k not in ("wall_s", "rows")]
-    print(
-        f"\n{len(a.seeds)} seeds, {a.steps} steps, lr {a.lr:g}, n={a.samples}, {a.groups} groups/step, "
-        f"{time.monotonic() - t0:.0f} s; mean [min, max] over seeds",
-        flush=True,
+    wall = time.monotonic() - t_start
+    table, lines = summarise(done, a.seeds, a.lrs)
+    header = (
+        f"{len(a.seeds)} seeds, {a.steps} steps, lrs {' '.join(f'{x:g}' for x in a.lrs)}, n={a.samples}, "
+        f"{a.groups} groups/step, {a.val_samples} validation samples per task every {a.val_every} steps, "
+        f"{wall:.0f} s; mean [min, max] over seeds"
     )
-    table = {}
-    for key in keys:
-        rl = [runs["rl"][s][key] for s in a.seeds]
-        ctl = [runs["control"][s][key] for s in a.seeds]
-        diff = [x - y for x, y in zip(rl, ctl, strict=True)]
-        table[key] = {"rl": rl, "control": ctl, "rl_minus_control": diff}
-        print(f"{key:36s} RL {spread(rl)}  control {spread(ctl)}  RL-control {spread(diff)}", flush=True)
-    (root / "results.json").write_text(json.dumps({"args": vars(a), "table": table, "runs": runs}, indent=2))
+    same = [table[f"val/fast@0 start @ lr {lr:g}"] for lr in a.lrs]
+    same = [x == y for t in same for x, y in zip(t["rl"], t["control"], strict=True)]
+    check = f"step-0 validation identical in RL and control (seeded): {sum(same)} of {len(same)} pairs"
+    status = ", ".join(f"{n} {r['status']} ({r['wall_s']:.0f} s)" for n, r in done.items())
+    print("\n".join(["", header, check, status, *lines]), flush=True)
+    (root / "results.md").write_text("\n".join([header, "", check, "", status, "", *lines, ""]))
+    (root / "results.json").write_text(
+        json.dumps({"args": vars(a), "wall_s": wall, "table": table, "runs": done}, indent=2)
+    )
 
 
 if __name__ == "__main__":
