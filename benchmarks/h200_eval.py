@@ -33,7 +33,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SUBSET = REPO / "benchmarks" / "kernelbench_l1_20.txt"
-EVAL_FLAGS = ["--k", "1", "--turns", "1", "rollout.max_new_tokens=16384", "rollout.max_context_tokens=32768"]
+EVAL_FLAGS = ["--k", "1", "--turns", "1"]
+# KEY=VALUE overrides are one positional list: they must all come last, after every flag
+EVAL_OVERRIDES = ["rollout.max_new_tokens=16384", "rollout.max_context_tokens=32768"]
 
 
 def subset_names(path: Path) -> list[str]:
@@ -98,34 +100,16 @@ def main() -> None:
         address="local", include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": path}}
     ).address_info["gcs_address"]
     common = [
-        "--config",
-        "configs/demo_cpu.yaml",
-        "--tokenizer",
-        str(tokenizer),
-        "--device",
-        a.device,
-        "--address",
-        address,
-        "--limit",
-        str(a.chunk),
-        *EVAL_FLAGS,
-        f"verifier.options.timing={a.timing}",
-        *a.overrides,
+        *("--config", "configs/demo_cpu.yaml", "--tokenizer", str(tokenizer), "--device", a.device),
+        *("--address", address, "--limit", str(a.chunk), *EVAL_FLAGS),
     ]
-    kb = [
-        "--data",
-        str(data),
-        "--tasks",
-        ",".join(names),
-        "--policy",
-        "reference",
-        "verifier.options.require_triton=false",
-    ]
+    overrides = [*EVAL_OVERRIDES, f"verifier.options.timing={a.timing}", *a.overrides]
+    kb = ["--data", str(data), "--tasks", ",".join(names), "--policy", "reference"]
     library = ["--policy", "solution:fused", *(["--tasks", a.library_tasks] if a.library_tasks else [])]
-    evals = {
-        "eval-l1-20-reference-eager": [*kb, "--reference", "eager"],
-        "eval-l1-20-reference-compile": [*kb, "--reference", "compile"],
-        "eval-library-fused": library,
+    evals = {  # (flags, overrides of this eval)
+        "eval-l1-20-reference-eager": ([*kb, "--reference", "eager"], ["verifier.options.require_triton=false"]),
+        "eval-l1-20-reference-compile": ([*kb, "--reference", "compile"], ["verifier.options.require_triton=false"]),
+        "eval-library-fused": (library, []),
     }
     state = {n: {"chunks": [], "complete": False, "cut": False, "summary": None} for n in evals}
     try:
@@ -141,7 +125,8 @@ def main() -> None:
                     print(f"{name}: no room for another chunk ({left:.0f} s left, one took up to {need:.0f} s)")
                     continue
                 c0 = time.monotonic()
-                cmd = drkernel("eval", *evals[name], "--out", str(out / name), *common)
+                flags, own = evals[name]
+                cmd = drkernel("eval", *flags, "--out", str(out / name), *common, *own, *overrides)
                 log = (out / f"{name}.log").open("a")
                 try:
                     proc = subprocess.run(

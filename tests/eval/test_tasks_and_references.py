@@ -52,6 +52,22 @@ def test_the_compiled_reference_keeps_the_tasks_weights_and_compiles_forward():
         reference_source(source, "not a name", "compile")
 
 
+def test_the_compiled_reference_loads_when_the_task_names_its_class_in_super():
+    """KernelBench's style, `super(Model, self).__init__()`: the compiled reference must not recurse."""
+    source = (
+        "import torch\n\nclass Model(torch.nn.Module):\n    def __init__(self, n):\n"
+        "        super(Model, self).__init__()\n        self.w = torch.nn.Parameter(torch.ones(n))\n\n"
+        "    def forward(self, x):\n        return torch.relu(x * self.w)\n\n"
+        "def get_inputs():\n    return [torch.randn(2, 4)]\n\ndef get_init_inputs():\n    return [4]\n"
+    )
+    namespace: dict = {}
+    exec(compile(reference_source(source, "Model", "compile"), "ref", "exec"), namespace)
+    model = namespace["Model"](4)
+    assert isinstance(model, torch.nn.Module) and type(model.forward).__name__ != "method"
+    x = torch.randn(2, 4)
+    assert torch.equal(model.forward._torchdynamo_orig_callable(x), torch.relu(x))
+
+
 def test_a_reference_answers_for_itself_under_the_new_name(kernelbench):
     from drkernel.eval.answers import reference_answer
 
