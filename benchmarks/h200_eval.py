@@ -17,7 +17,12 @@ Steps, every file under --out:
    task done so far); a chunk starts only while the budget has room for it (the slowest chunk of that evaluation
    so far, or --first-chunk-s), and runs under a timeout of what is left, so the script ends within the budget;
    a chunk cut by the timeout keeps its finished tasks in records.jsonl (a rerun resumes them) but not in the
-   report. summary.json and summary.md gather the reports and say what was cut.
+   report. summary.json and summary.md gather the reports and say what was cut;
+5. `--resume-from` an earlier call's output (carried back as an ignored folder) continues where it stopped.
+
+Tried on the 2-core CPU box at tiny scale (two KernelBench problems shrunk to 16 x 256, two library tasks):
+    TRITON_INTERPRET=1 python benchmarks/h200_eval.py --kb KB_DIR --subset SUBSET --out /tmp/e --device cpu \
+        --timing measured --budget-s 300 --chunk 2 --library-tasks relu,add
 """
 
 from __future__ import annotations
@@ -35,7 +40,11 @@ REPO = Path(__file__).resolve().parents[1]
 SUBSET = REPO / "benchmarks" / "kernelbench_l1_20.txt"
 EVAL_FLAGS = ["--k", "1", "--turns", "1"]
 # KEY=VALUE overrides are one positional list: they must all come last, after every flag
-EVAL_OVERRIDES = ["rollout.max_new_tokens=16384", "rollout.max_context_tokens=32768"]
+EVAL_OVERRIDES = [
+    "rollout.max_new_tokens=16384",
+    "rollout.max_context_tokens=32768",
+    "verifier.options.timeout_s=300",  # a torch.compile reference compiles inside the evaluation
+]
 
 
 def subset_names(path: Path) -> list[str]:
@@ -63,6 +72,20 @@ def kb_files(kb: Path, names: list[str]) -> list[Path]:
     return [kb / f"{n}.py" for n in names]
 
 
+def resume(earlier: Path, out: Path, data: Path) -> None:
+    """Copy an earlier call's eval folders (records.jsonl: `drkernel eval` skips the tasks they hold). Their
+    run.json names the earlier call's parquet; it is pointed at this call's only when both hold the same rows."""
+    import pyarrow.parquet as pq
+
+    same_rows = (earlier / data.name).is_file() and pq.read_table(earlier / data.name).equals(pq.read_table(data))
+    for folder in (f for f in earlier.glob("eval-*") if f.is_dir()):
+        shutil.copytree(folder, out / folder.name, dirs_exist_ok=True)
+        settings = json.loads((out / folder.name / "run.json").read_text())
+        if settings.get("data") and same_rows:
+            settings["data"] = str(data)
+            (out / folder.name / "run.json").write_text(json.dumps(settings, indent=2))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kb", required=True, help="KernelBench level1 folder (<id>_<Name>.py files)")
@@ -70,10 +93,12 @@ def main() -> None:
     ap.add_argument("--subset", default=str(SUBSET), help="file of problem names, one a line")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--budget-s", type=float, default=540.0, help="the whole script ends within this")
-    ap.add_argument("--chunk", type=int, default=5, help="tasks per eval call")
+    ap.add_argument("--chunk", type=int, default=7, help="tasks per eval call")
     ap.add_argument("--first-chunk-s", type=float, default=60.0, help="room a chunk needs before one was timed")
     ap.add_argument("--library-tasks", default=None, help="library tasks for solution:fused (`a,b`; default all)")
     ap.add_argument("--timing", default="measured", help="verifier.options.timing (cpu: cpu_model)")
+    ap.add_argument("--verifier-concurrency", type=int, default=1, help="evaluations at once (1: no shared timing)")
+    ap.add_argument("--resume-from", default=None, help="an earlier call's --out: its finished tasks are kept")
     ap.add_argument("overrides", nargs="*", help="more KEY=VALUE overrides for every eval")
     a = ap.parse_args()
     t0 = time.monotonic()
@@ -92,6 +117,8 @@ def main() -> None:
     prep = [*drkernel("prepare-data", "--src", str(src), "--out", str(data), "--level", "1", "--force")]
     subprocess.run(prep, check=True, cwd=REPO)
     print(f"tokenizer and {data.name} in {time.monotonic() - t0:.0f} s", flush=True)
+    if a.resume_from:
+        resume(Path(a.resume_from), out, data)
 
     import ray
 
@@ -103,7 +130,12 @@ def main() -> None:
         *("--config", "configs/demo_cpu.yaml", "--tokenizer", str(tokenizer), "--device", a.device),
         *("--address", address, "--limit", str(a.chunk), *EVAL_FLAGS),
     ]
-    overrides = [*EVAL_OVERRIDES, f"verifier.options.timing={a.timing}", *a.overrides]
+    overrides = [
+        *EVAL_OVERRIDES,
+        f"verifier.options.timing={a.timing}",
+        f"verifier.max_concurrency={a.verifier_concurrency}",
+        *a.overrides,
+    ]
     kb = ["--data", str(data), "--tasks", ",".join(names), "--policy", "reference"]
     library = ["--policy", "solution:fused", *(["--tasks", a.library_tasks] if a.library_tasks else [])]
     evals = {  # (flags, overrides of this eval)
