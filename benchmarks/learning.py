@@ -93,17 +93,13 @@ def warm_start(folder: Path, overrides: list[str]) -> Path:
 
 
 def run_one(spec_file: Path) -> None:
-    """Child mode: one whole job on the parent's Ray cluster; SIGTERM stops it and it still cleans up."""
+    """Child mode: one whole job on the parent's Ray cluster; SIGINT or SIGTERM stops it and it still cleans up."""
     import ray
 
     from actors.job import TrainJob
 
     spec = json.loads(spec_file.read_text())
 
-    def stop(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, stop)
     ray.init(
         address=spec["address"],
         log_to_driver=False,
@@ -111,6 +107,11 @@ def run_one(spec_file: Path) -> None:
             "env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
         },
     )
+
+    def stop(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)  # after ray.init, whose own SIGTERM handler aborts the process
     job = TrainJob(load_config(TrainConfig, None, spec["overrides"]))
     try:
         job.setup()
@@ -215,7 +216,7 @@ def run_jobs(jobs: dict[str, list[str]], root: Path, address: str, parallel: int
             waiting = []
             for proc, _ in running.values():
                 if proc.poll() is None:
-                    proc.send_signal(signal.SIGTERM)
+                    proc.send_signal(signal.SIGINT)  # KeyboardInterrupt: the job's cleanup runs
             for proc, _ in running.values():
                 try:
                     proc.wait(timeout=30)
