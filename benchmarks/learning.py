@@ -292,6 +292,9 @@ def main() -> None:
         *base,
         f"policy.model_path={model}",
         "policy.num_threads=1",
+        "policy.device=cpu",  # "auto" would queue every job's policy and trainer for the host's one GPU
+        "trainer.device=cpu",
+        "verifier.device=cpu",
         f"trainer.total_steps={a.steps}",
         f"trainer.checkpoint_every={a.steps}",
         f"rollout.samples_per_prompt={a.samples}",
