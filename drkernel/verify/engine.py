@@ -54,6 +54,13 @@ DEFAULT_SPARES = {"cuda": 2}  # spare groups per device when the caller does not
 MEMORY_SHARE = 0.85  # of an accelerator's memory that concurrent evaluations' estimates may add up to
 
 
+def default_spares(device: str) -> int:
+    """Spare groups when the caller does not say: DEFAULT_SPARES, and none unless this process is root. Only root's
+    children drop to an evaluation's own uid; without that every candidate runs as the caller, and an idle spare's
+    folders (its judge's Triton cache among them, which _Group.untouched lets through) are open to it."""
+    return DEFAULT_SPARES.get(device, 0) if os.geteuid() == 0 else 0
+
+
 class PreloadFailed(RuntimeError):
     """The fork-server did not import drkernel.verify.preload: children would import torch after the
     harness snapshot and honest kernels would read as harness tampering."""
@@ -108,7 +115,7 @@ class Verifier:
         # evaluation's children run as that evaluation's own uid, so a candidate cannot reach an idle spare. On the
         # 2-core CPU box they measured slower (their forks compete with the running evaluation); NPU: unmeasured.
         # BENCHMARKS.md, issue 26.
-        self.spares = spares if spares is not None else DEFAULT_SPARES.get(self.device, 0)
+        self.spares = spares if spares is not None else default_spares(self.device)
         # Evaluations ask for an estimate of the device memory they will hold before they stage inputs; the
         # estimates granted at once stay within this share of the device (one that needs more runs alone).
         self._memory = _DeviceMemory(int(MEMORY_SHARE * self.device_memory.get(self.device, 0)))
@@ -366,6 +373,7 @@ class _Group:
         self.spare = spare  # started ahead of its evaluation (by the spare filler): its children warm up
         self.allowed_dirs = _SPARE_DIRS if spare and device != "cpu" else frozenset()
         self.uid = group_uid() if device != "cpu" else None  # CPU children each drop to a uid of their own
+        self.interpret = interpret
         self.refused: str | None = None  # why the spare this group stands in for was discarded
         roles = ("judge", "reference", "candidate") + (("replay",) if modelled else ())
         self.dirs = {role: os.path.join(self.root, role) for role in roles}
@@ -457,6 +465,8 @@ class _Group:
             _kill_group(p)
 
     def reap(self) -> None:
+        if self.uid is not None:  # whatever of the evaluation's uid left the tree the kill walked (no PID namespace)
+            _kill_uid(self.uid, self.interpret)
         for p in self.procs.values():
             p.join(5)
             _remove_ipc_files(p.pid)
@@ -677,6 +687,18 @@ def _candidate_out_of_memory(result: VerifyResult) -> bool:
         return False
     message = result.error.message.lower()
     return "outofmemoryerror" in message or "out of memory" in message
+
+
+def _kill_uid(uid: int, interpret: bool) -> None:
+    """sandbox.kill_uid in a child of the fork-server (it drops to the uid; this process has threads to fork)."""
+    try:
+        proc = ChildProcess(
+            target=_entry, args=("drkernel.verify.sandbox", "kill_uid", uid), daemon=True, interpret=interpret
+        )
+        proc.start()
+    except Exception:
+        return  # the fork-server is gone: so are the children it forked (parent-death signal)
+    proc.join(30)
 
 
 def _remove_ipc_files(pid: int | None) -> None:

@@ -91,6 +91,9 @@ DENIED_PATHS = (
     "torch.profiler",
     "torch.classes",
     "torch.cuda.memory",
+    "torch.cuda.tunable",  # TunableOp reads and writes result files at any path (set_filename, read_file, ...)
+    "torch.cuda.gds",  # cuFile: GdsFile opens any path
+    "torch.cuda.list_gpu_processes",  # every process on the device: the pids of the judge and reference runner
     "torch.npu.memory",
     "torch_npu.npu.memory",
     "torch_npu.utils",

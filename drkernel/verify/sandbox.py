@@ -78,6 +78,28 @@ def group_uid() -> int:
     return UID_GROUP_BASE + (os.getpid() << 9) + next(_GROUP_COUNT) % 512
 
 
+def kill_uid(uid: int) -> None:
+    """SIGKILL every process of an accelerator evaluation's uid (see group_uid); changes this process's uid, so it
+    runs in a throwaway child. Without a PID namespace a candidate's process can leave the tree the caller walks
+    (it turns off the subreaper, double-forks and calls setsid) and would live on with that uid, which a later
+    group reuses. kill(-1) sent as the uid reaches every process of it and nothing else, in one step: the kernel
+    walks the task list under its lock, and a fork with a fatal signal pending fails. Not root: nothing dropped
+    to the uid, and nothing is sent."""
+    if uid < UID_GROUP_BASE:
+        raise ValueError(f"{uid} is not an evaluation group's uid")
+    try:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    except OSError:
+        return
+    if os.getresuid() == (uid, uid, uid):
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # no process of the uid left
+
+
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
