@@ -254,7 +254,9 @@ class Verifier:
         try:
             t_fork = time.perf_counter()
             group.hand(reference, candidate, lambda d: child_spec(self.device, options, d, kernels))
-            v = _Conversation(self._timing_lock, self._memory, options, v, group.procs, group.caller, t_fork).run()
+            v = _Conversation(
+                self._timing_lock, self._memory, options, v, group.procs, group.caller, t_fork, group.uid is not None
+            ).run()
         finally:
             group.kill()
             for stream in ("stdout", "stderr"):
@@ -487,10 +489,12 @@ class _Conversation:
         procs: dict[str, Any],
         conn: Any,
         t_fork: float,
+        shared_uid: bool = False,
     ) -> None:
         self.timing_lock, self.memory = timing_lock, memory
         self.options, self.v, self.procs, self.conn = options, v, procs, conn
         self.t_fork = t_fork
+        self.shared_uid = shared_uid  # the candidate runs as the judge's uid (accelerators): it can kill the judge
         self.deadline = time.perf_counter() + options.timeout_s
         self.phase = "start"
         self.compiled = self.loaded = False
@@ -505,6 +509,7 @@ class _Conversation:
                     return self._timeout()
                 judge = self.procs["judge"]
                 multiprocessing.connection.wait([self.conn, judge.sentinel], timeout=remaining)
+                closed = False
                 try:
                     if self.conn.poll(0):
                         message = json.loads(self.conn.recv_bytes(MAX_JUDGE_MESSAGE))
@@ -513,9 +518,12 @@ class _Conversation:
                             return done
                         continue
                 except (EOFError, OSError):
-                    pass
-                if judge.exitcode is not None and not self.conn.poll(0):
-                    raise Infra("infra", f"the judge exited with code {judge.exitcode} during {self.phase}")
+                    closed = True  # poll() stays true at EOF: without this the loop spun until the timeout
+                    judge.join(5)
+                if judge.exitcode is not None and (closed or not self.conn.poll(0)):
+                    return self._judge_gone(judge.exitcode)
+                if closed:
+                    raise Infra("infra", f"the judge closed its channel during {self.phase}")
         finally:
             self._release()
             self._release_memory()
@@ -588,6 +596,17 @@ class _Conversation:
         judged.correct = False
         judged.error = {"kind": "crash", "message": message}
         return judged
+
+    def _judge_gone(self, code: int) -> Verdict:
+        """No verdict from the judge, which died. Where the candidate shares its uid (accelerators) it may have
+        killed the judge to turn its zero into a masked sample, so the death counts against it; elsewhere the
+        candidate cannot reach the judge and the verifier failed."""
+        message = f"the judge exited with code {code} during {self.phase}"
+        if not self.shared_uid:
+            raise Infra("infra", message)
+        self.v.compiled, self.v.loaded, self.v.correct = self.compiled, self.loaded, False
+        self.v.error = {"kind": "crash", "message": message + " (the candidate runs as the judge's uid here)"}
+        return self.v
 
     def _timeout(self) -> Verdict:
         self.v.compiled = self.compiled

@@ -18,6 +18,7 @@ import os
 import resource
 import signal
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,7 +29,7 @@ from sandbox_layers import skip_unless_host_has
 
 from drkernel.verify import Verifier, VerifyOptions, engine
 from drkernel.verify.gate import check_source
-from drkernel.verify.sandbox import group_uid
+from drkernel.verify.sandbox import descendants, group_uid
 
 pytestmark = pytest.mark.integration
 
@@ -320,3 +321,32 @@ def test_no_default_spares_where_children_keep_the_callers_uid():
             os._exit(0)
     os.waitpid(pid, 0)
     assert here.recv() == 0
+
+
+# -- 5. a judge that dies mid-evaluation -----------------------------------------------------------------------------
+
+SLOW_IMPORT = "import time\ntime.sleep(120)\n"
+
+
+def test_a_dead_judge_is_reported_at_once_not_after_the_timeout():
+    """Found on the H200: a candidate that SIGKILLed its judge (same uid) got a 180 s "timeout" verdict. At the
+    judge's EOF the caller's poll() stays true, so its loop spun (a core at 100 %) until the evaluation's
+    timeout. Fixed: the closed channel ends the conversation; on CPU, where no candidate reaches the judge, as
+    an infra error; on accelerators as the candidate's crash (reward 0, not a masked sample)."""
+    options = VerifyOptions(device="cpu", num_correct_trials=1, timeout_s=60)
+    with Verifier(device="cpu", max_concurrency=1, spares=1) as v:
+        assert v.warm_spares(options) == 1
+        judge = v._pools[v._group_key(options)][0].procs["judge"]  # the spare group the evaluation will claim
+        done: dict[str, Any] = {}
+        worker = threading.Thread(target=lambda: done.update(r=v._verify_ungated(REF, SLOW_IMPORT + HONEST, options)))
+        worker.start()
+        time.sleep(2)  # the candidate is importing (it sleeps 120 s there)
+        # The process that holds the judge's end of the pipe, as a GPU candidate kills it: on CPU the judge is pid 1
+        # of its PID namespace, below the caller-visible pid (which then exits with the same signal).
+        for pid in descendants(judge.pid) or [judge.pid]:
+            os.kill(pid, signal.SIGKILL)
+        t0 = time.monotonic()
+        worker.join(120)
+        waited = time.monotonic() - t0
+    r = done["r"]
+    assert r.status == "infra_error" and "the judge exited" in r.error.message, (r.status, r.error, f"{waited:.0f} s")
