@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from drkernel.verify import problem, protocol, trace
+from drkernel.verify import problem, protocol, seccomp, trace
 from drkernel.verify.child_spec import ChildSpec
 from drkernel.verify.devices import env_for, make_backend
 from drkernel.verify.runner import Fault, Observer, Runner, classify, flatten, short
@@ -52,6 +52,7 @@ def prepare(device: str, workdir: str, memory_limit_mb: int, group_uid: int | No
     layers = isolate(
         workdir, on_accelerator=device != "cpu", memory_limit_mb=memory_limit_mb, env=env_for(device), uid=group_uid
     )
+    layers["process_control"] = seccomp.confine_to_self()  # no signal or priority reaches its judge or reference
     capture_output(workdir)
     return layers
 

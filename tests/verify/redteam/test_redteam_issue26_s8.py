@@ -168,7 +168,6 @@ def _limit_siblings(conn: Any) -> None:
     _idle(conn)
 
 
-@pytest.mark.xfail(strict=True, reason="open: on accelerators the candidate shares its judge's and reference's uid")
 def test_candidate_cannot_stop_its_reference_runner_or_judge():
     with evaluation({"judge": _idle, "reference": _idle, "candidate": _stop_siblings}) as (_, run, first):
         assert run["conns"]["candidate"].poll(60)
@@ -180,7 +179,6 @@ def test_candidate_cannot_stop_its_reference_runner_or_judge():
     assert not stopped, f"the candidate stopped its {sorted(stopped)} (its signals: {report})"
 
 
-@pytest.mark.xfail(strict=True, reason="open: on accelerators the candidate shares its judge's and reference's uid")
 def test_candidate_cannot_starve_its_reference_runner():
     with evaluation({"reference": _idle, "candidate": _starve_siblings}) as (_, run, first):
         assert run["conns"]["candidate"].poll(60)
@@ -190,7 +188,6 @@ def test_candidate_cannot_starve_its_reference_runner():
     assert (policy, nice) == (os.SCHED_OTHER, 0), f"candidate: {report}; reference policy {policy}, nice {nice}"
 
 
-@pytest.mark.xfail(strict=True, reason="open: on accelerators the candidate shares its judge's and reference's uid")
 def test_candidate_cannot_change_its_reference_runners_limits():
     with evaluation({"reference": _idle, "candidate": _limit_siblings}) as (_, run, first):
         assert run["conns"]["candidate"].poll(60)
@@ -224,7 +221,6 @@ def _cuda() -> bool:
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _cuda(), reason="needs an NVIDIA GPU")
-@pytest.mark.xfail(strict=True, reason="open: on accelerators the candidate shares its judge's and reference's uid")
 def test_on_a_gpu_the_candidate_cannot_stall_its_reference_runner():
     """Seen on the H200 (benchmarks/results/redteam_issue26_s8_h200.log): reward 2.5 for a kernel worth 1.4-1.6."""
     options = VerifyOptions(device="cuda")
