@@ -7,7 +7,8 @@ from this one and applies each role's own sandbox (`<role>.prepare("cuda", ...)`
 CPU box is the accelerator sandbox minus the device, then runs the attack in the candidate's process (code in that
 process is assumed, as in test_redteam.py; the gate findings below say how far the gate lets it get).
 
-Open findings are xfail(strict=True): they flip to XPASS once closed."""
+The same-uid findings are closed by the candidate runner's seccomp filter (drkernel/verify/seccomp.py), which
+candidate_process.prepare installs: with it off, the three CPU tests of part 1 fail."""
 
 from __future__ import annotations
 
