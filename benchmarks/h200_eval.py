@@ -2,7 +2,8 @@
 the named 20-problem subset (benchmarks/kernelbench_l1_20.txt), eager and torch.compile references side by side,
 and the shipped library's fused solutions, in chunks that stop before a time budget and still leave reports.
 
-    bash .device-site/install.sh && export PYTHONPATH=/tmp/site:$PWD && \\
+    bash .device-site/install.sh && tar -C /tmp/site -xJf .device-site/verl.tar.xz && \\
+    export PYTHONPATH=/tmp/site:$PWD && \\
     python3 benchmarks/h200_eval.py --kb .kb/KernelBench/level1 --out $OUT --budget-s 540
 
 Steps, every file under --out:

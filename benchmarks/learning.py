@@ -9,7 +9,8 @@ Ray cluster.
 On the H200 host (16 CPU cores, the CPU-modelled verifier, the tiny policy on CPU; one call of at most 600 s; the
 warm start carried as the ignored folder runs/learning-warm, 0.5 MB, else made there first: 18 s on this box):
 
-    bash .device-site/install.sh && export PYTHONPATH=/tmp/site:$PWD TRITON_INTERPRET=1 && \\
+    bash .device-site/install.sh && tar -C /tmp/site -xJf .device-site/verl.tar.xz && \\
+    export PYTHONPATH=/tmp/site:$PWD TRITON_INTERPRET=1 && \\
     timeout 580 python3 benchmarks/learning.py --seeds 0 1 2 --lrs 1e-4 3e-4 --steps 12 --samples 8 --groups 4 \\
         --val-samples 64 --val-every 4 --parallel 9 --deadline-s 520 --warm-start runs/learning-warm --out $OUT/learning
 
