@@ -7,8 +7,11 @@ re-limit every process of its own uid: a candidate could SIGSTOP its reference r
 red team measured rewards of 2.5 that way on the H200). This filter refuses those calls (EPERM) unless they name
 the calling process itself (pid 0 or its own pid; children it forks inherit the filter and may name their parent
 only). pidfd_send_signal is refused outright: a /proc/<pid> folder's descriptor works as a pidfd, whose target the
-filter cannot see. Built for x86_64 only (its syscall numbers below); elsewhere nothing is installed and the layer
-says so. Any other architecture's syscalls (i386 through int 0x80, x32) are refused on x86_64.
+filter cannot see; pidfd_open stays allowed (alone it only watches a process: every call that acts through a pidfd is
+refused here or needs ptrace rights, which non-dumpable processes do not grant), so a device runtime that watches a
+peer keeps working. Not yet run on a GPU: it is installed before CUDA starts in the process. Built for x86_64
+only (its syscall numbers below); elsewhere nothing is installed and the layer says so. Any other architecture's
+syscalls (i386 through int 0x80, x32) are refused on x86_64.
 """
 
 from __future__ import annotations
@@ -36,7 +39,6 @@ ON_PID_ARG0 = {
     "tgkill": 234,
     "rt_sigqueueinfo": 129,
     "rt_tgsigqueueinfo": 297,
-    "pidfd_open": 434,
     "prlimit64": 302,
     "sched_setparam": 142,
     "sched_setscheduler": 144,
