@@ -55,6 +55,7 @@ UID_BASE = 0x7E000000
 # above the per-pid uids of CPU children.
 UID_GROUP_BASE = UID_BASE + (1 << 22)
 _GROUP_COUNT = itertools.count()
+_CAPTURED: list[tuple[str, str]] = []  # where this process's fds 1 and 2 already go (capture_output)
 # Accelerator device nodes the child must still open after dropping root (NVIDIA, DRM, Ascend; not
 # /dev/nvidia-caps, which only MIG administration opens).
 DEVICE_NODES = ("/dev/nvidia*", "/dev/dri/*", "/dev/davinci*", "/dev/devmm_svm", "/dev/hisi_hdc", "/dev/kfd")
@@ -371,8 +372,14 @@ def scrub_environment(private_dir: str, extra: dict[str, str]) -> None:
 
 
 def capture_output(private_dir: str) -> tuple[str, str]:
-    """Send fds 1 and 2 to files in the private dir, so nothing the child prints reaches the caller."""
+    """Send fds 1 and 2 to files in the private dir, so nothing the child prints reaches the caller. Once per
+    process: a spare's entry point prepares again with the same folder, and what its warm-up printed stays."""
     paths = (os.path.join(private_dir, "stdout.txt"), os.path.join(private_dir, "stderr.txt"))
+    if _CAPTURED:
+        if _CAPTURED[0] != paths:
+            raise RuntimeError("this process already captures its output into another folder")
+        return paths
+    _CAPTURED.append(paths)
     for stream, fd, path in ((sys.stdout, 1, paths[0]), (sys.stderr, 2, paths[1])):
         try:
             stream.flush()
