@@ -126,6 +126,7 @@ class Verifier:
         self._admission = _Admission(max_concurrency)
         self._timing_lock = threading.Lock()
         self._live: set[Any] = set()
+        self._reapers: set[threading.Thread] = set()  # background removal of finished evaluations' groups
         self._live_lock = threading.Lock()
         self._closed = False
 
@@ -185,6 +186,9 @@ class Verifier:
         with self._live_lock:
             for proc in list(self._live):
                 _kill_group(proc)
+            reapers = list(self._reapers)
+        for reaper in reapers:  # finished evaluations' groups: joined and their folders removed before close returns
+            reaper.join(30)
 
     # -- public -------------------------------------------------------------------------------
     def verify(self, reference: str, candidate: str, options: VerifyOptions | None = None) -> VerifyResult:
@@ -264,7 +268,10 @@ class Verifier:
                 if tail:
                     v.details[f"candidate_{stream}"] = tail
             # The group is dead (killed above); joining it and removing its folders need not delay the verdict.
-            threading.Thread(target=self._discard, args=(group,), name="verifier-reap", daemon=True).start()
+            reaper = threading.Thread(target=self._discard, args=(group,), name="verifier-reap", daemon=True)
+            with self._live_lock:
+                self._reapers.add(reaper)
+            reaper.start()
         return v.result(t0)
 
     def warm_spares(self, options: VerifyOptions | None = None, timeout_s: float = 300.0) -> int:
@@ -308,6 +315,7 @@ class Verifier:
         group.reap()
         with self._live_lock:
             self._live.difference_update(group.procs.values())
+            self._reapers.discard(threading.current_thread())
 
     def _claim(self, key: tuple[bool, int]) -> _Group:
         """A spare group for `key` (a fresh one when none is ready); refills the spares in the background."""

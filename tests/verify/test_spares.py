@@ -128,3 +128,13 @@ def test_cpu_default_is_no_spares_and_children_start_per_evaluation():
         r = v._verify_ungated(REF, HONEST, OPTS)
         assert r.correct and r.details["children"] == "started for this evaluation"
         assert not v._pools
+
+
+def test_close_leaves_no_evaluation_folder_behind(tmp_path, monkeypatch):
+    """Finished evaluations' groups are removed in the background; close waits for that, spares included."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # where this Verifier's groups make their folders
+    with Verifier(device="cpu", max_concurrency=1, spares=1) as v:
+        assert v.warm_spares(OPTS) == 1
+        r = v._verify_ungated(REF, HONEST, OPTS)
+        assert r.correct, r.error
+    assert not list(tmp_path.glob("drkernel-verify-*"))
