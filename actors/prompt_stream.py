@@ -42,9 +42,11 @@ from drkernel.data.stream import (
     PoolFile,
     check_rows,
     index_row_group,
+    interleave,
     pieces,
     pool_files,
     read_row_group,
+    read_tasks,
     rows_as_json,
     span,
     uuid_hashes,
@@ -65,13 +67,13 @@ _INDEX_COLUMNS: dict[str, Any] = {
     "message": object,
     "uuid": object,
 }
-_GROUPS_PER_TASK = 8  # row groups one Ray Data task reads: a task's start costs more than reading one group
 
 
-def _blocks(num_groups: int) -> int:
-    """Ray Data blocks (= tasks) for reading this many row groups: a few groups each, every CPU busy."""
-    cpus = int(ray.cluster_resources().get("CPU", 1))
-    return min(num_groups, max(2 * cpus, -(-num_groups // _GROUPS_PER_TASK)))
+def _read_dataset(items: list[dict[str, Any]]) -> ray.data.Dataset:
+    """The row groups in `items` as a Ray Data dataset of a few blocks (= tasks) a cluster CPU, each block
+    holding some of every file's groups (drkernel.data.stream.read_tasks, interleave)."""
+    tasks = read_tasks(len(items), int(ray.cluster_resources().get("CPU", 1)))
+    return ray.data.from_items([items[i] for i in interleave(len(items), tasks)], override_num_blocks=tasks)
 
 
 def _index_pieces(
@@ -299,7 +301,7 @@ class PromptStream:
         if not items:
             return {k: np.zeros(0, dtype) for k, dtype in _INDEX_COLUMNS.items()}
         tokenizer = self._tokenizer if self._lengths is not None else None
-        ds = ray.data.from_items(items, override_num_blocks=_blocks(len(items))).map_batches(
+        ds = _read_dataset(items).map_batches(
             _index_pieces,
             batch_size=None,
             num_cpus=self.task_cpus,
@@ -348,7 +350,7 @@ class PromptStream:
             }
             for p in plan
         ]
-        ds = ray.data.from_items(items, override_num_blocks=_blocks(len(items))).map_batches(
+        ds = _read_dataset(items).map_batches(
             _read_pieces, batch_size=None, num_cpus=self.task_cpus, fn_kwargs={"paths": [f.path for f in self._files]}
         )
         out: dict[int, bytes] = {}

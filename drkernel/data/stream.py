@@ -141,20 +141,29 @@ def check_rows(table: pa.Table, path: str, first_row: int, prompts: bool = True)
     return _parse(table.to_pylist(), np.arange(table.num_rows, dtype=np.int64) + first_row, path, prompts)
 
 
+def _whole(file: pq.ParquetFile, row_group: int, read: pa.Table) -> pa.Table:
+    """The whole row group, decoding only the columns `read` lacks: its whole top-level columns (the large
+    prompt and reference text) are not decoded a second time."""
+    have = {name for name in read.column_names if read.schema.field(name).type == file.schema_arrow.field(name).type}
+    rest = file.read_row_group(row_group, columns=[n for n in file.schema_arrow.names if n not in have])
+    return pa.table({n: read.column(n) if n in have else rest.column(n) for n in file.schema_arrow.names})
+
+
 def index_row_group(path: str, row_group: int, first_row: int) -> CheckedRows:
     """check_rows(prompts=False) of one row group, at a fraction of its cost: the columns validation reads are
     checked with Arrow (drkernel.data.arrow_check), and only the rows that check doubts are read whole and
     parsed by pydantic, so each bad row gets check_rows' own error."""
     file = pq.ParquetFile(path)
-    vouched = vouch(file.read_row_group(row_group, columns=index_columns(file.schema_arrow)))
+    checked = file.read_row_group(row_group, columns=index_columns(file.schema_arrow))
+    vouched = vouch(checked)
     if vouched is None:
-        return check_rows(file.read_row_group(row_group), path, first_row, prompts=False)
+        return check_rows(_whole(file, row_group, checked), path, first_row, prompts=False)
     ok, uuids = vouched
     doubted = np.flatnonzero(~ok)
     found = [u for u in uuids if u is not None]
     if not len(doubted):
         return CheckedRows(np.arange(len(ok), dtype=np.int64) + first_row, found, [], [])
-    records = file.read_row_group(row_group).take(pa.array(doubted)).to_pylist()
+    records = _whole(file, row_group, checked).take(pa.array(doubted)).to_pylist()
     again = _parse(records, doubted + first_row, path, prompts=False)
     rows = np.concatenate([np.flatnonzero(ok) + first_row, again.rows])
     order = np.argsort(rows, kind="stable")
@@ -226,6 +235,26 @@ def pieces(index: KeyIndex, files: list[PoolFile], picks: np.ndarray, positions:
             sel = mine[groups == group]
             out.append(Piece(int(file_id), int(group), rows[sel] - file.starts[group], positions[sel]))
     return out
+
+
+TASKS_PER_CPU = 4  # read tasks per cluster CPU: enough to even out a late-starting worker, few enough to start
+MIN_GROUPS_PER_TASK = 8  # a task's start and scheduling cost more than reading a few row groups
+
+
+def read_tasks(num_groups: int, cpus: int) -> int:
+    """How many Ray Data tasks read this many row groups on a cluster of `cpus` CPUs.
+
+    A few tasks a CPU, not one per few groups: each task costs a quarter second or so to schedule and start on a
+    busy 2-core box, so the 1M-row index pass as 124 tasks of 8 groups spent a third of its time between tasks.
+    """
+    return max(1, min(TASKS_PER_CPU * max(1, cpus), -(-num_groups // MIN_GROUPS_PER_TASK)))
+
+
+def interleave(count: int, parts: int) -> np.ndarray:
+    """A permutation of range(count) that puts every `parts`-th item together: cut into `parts` contiguous
+    slices, each slice samples the whole list. Row groups listed file by file, cut this way, give each task
+    some of every file, so a task never gets only the files whose storage is slow to check (JSON strings)."""
+    return np.concatenate([np.arange(r, count, parts) for r in range(max(1, parts))]) if count else np.zeros(0, int)
 
 
 def window_starts(rows_per_epoch: int, window_rows: int) -> np.ndarray:

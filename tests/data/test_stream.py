@@ -15,9 +15,11 @@ from drkernel.data.schema import TaskRow
 from drkernel.data.stream import (
     KeyIndex,
     check_rows,
+    interleave,
     pieces,
     pool_files,
     read_row_group,
+    read_tasks,
     rows_as_json,
     span,
     uuid_hashes,
@@ -109,3 +111,22 @@ def test_windows_cover_the_epoch_none_larger_than_asked_and_no_sliver_at_the_end
         assert starts[0] == 0 and starts[-1] == rows
         assert sizes.max() <= window and sizes.min() >= sizes.max() - 1  # nearly equal: the last is no sliver
         assert len(sizes) == -(-rows // window)
+
+
+def test_reads_run_as_a_few_tasks_a_cpu_and_never_as_tiny_ones():
+    assert read_tasks(992, 2) == 4 * 2  # the 1M pool on 2 CPUs: 8 tasks of 124 row groups, not 124 of 8
+    assert read_tasks(992, 64) == -(-992 // 8)  # a big cluster: every task still reads at least 8 groups
+    assert read_tasks(4, 2) == 1  # a cursor's first few rows: one task
+    assert read_tasks(1, 0) == read_tasks(0, 2) == 1
+
+
+def test_each_task_gets_a_share_of_every_file():
+    files, groups = 4, 31  # row groups listed file by file, as the stream lists them
+    listed = np.repeat(np.arange(files), groups)
+    for tasks in (1, 3, 8, 124):
+        order = interleave(len(listed), tasks)
+        assert sorted(order.tolist()) == list(range(len(listed)))
+        for part in np.array_split(order, tasks):  # how Ray Data's from_items cuts items into blocks
+            counts = np.bincount(listed[part], minlength=files)
+            assert counts.max() - counts.min() <= 1, (tasks, counts)
+    assert interleave(0, 8).tolist() == []
