@@ -38,6 +38,7 @@ from drkernel.data.lengths import PromptLengths, count_tokens
 from drkernel.data.reader import DataFormatError
 from drkernel.data.schema import RowError, TaskRow
 from drkernel.data.stream import (
+    TASKS_PER_CPU,
     KeyIndex,
     PoolFile,
     check_rows,
@@ -69,10 +70,10 @@ _INDEX_COLUMNS: dict[str, Any] = {
 }
 
 
-def _read_dataset(items: list[dict[str, Any]]) -> ray.data.Dataset:
-    """The row groups in `items` as a Ray Data dataset of a few blocks (= tasks) a cluster CPU, each block
-    holding some of every file's groups (drkernel.data.stream.read_tasks, interleave)."""
-    tasks = read_tasks(len(items), int(ray.cluster_resources().get("CPU", 1)))
+def _read_dataset(items: list[dict[str, Any]], per_cpu: int) -> ray.data.Dataset:
+    """The row groups in `items` as a Ray Data dataset of at most `per_cpu` blocks (= tasks) a cluster CPU, each
+    block holding some of every file's groups (drkernel.data.stream.read_tasks, interleave)."""
+    tasks = read_tasks(len(items), int(ray.cluster_resources().get("CPU", 1)), per_cpu)
     return ray.data.from_items([items[i] for i in interleave(len(items), tasks)], override_num_blocks=tasks)
 
 
@@ -82,13 +83,14 @@ def _index_pieces(
     """Ray Data transform: validate row groups; with a tokenizer, the token length of each valid prompt
     (from `cached`, a file's cached lengths, where known; tokenized here otherwise)."""
     cols: dict[str, list[Any]] = {k: [] for k in _INDEX_COLUMNS}
+    opened: dict[str, Any] = {}
     for file_id, group, first in zip(batch["file_id"], batch["row_group"], batch["first_row"]):
         file_id = int(file_id)
         path = paths[file_id]
         if tokenizer is None:
-            checked = index_row_group(path, int(group), int(first))
+            checked = index_row_group(path, int(group), int(first), opened)
         else:
-            checked = check_rows(read_row_group(path, int(group)), path, int(first))
+            checked = check_rows(read_row_group(path, int(group), opened), path, int(first))
         lengths = np.full(len(checked.rows), -1, np.int64)
         if tokenizer is not None and len(checked.rows):
             known = (cached or {}).get(file_id)
@@ -117,11 +119,13 @@ def _read_pieces(batch: dict[str, np.ndarray], paths: list[str]) -> dict[str, np
     the bytes a window would hold as text), with their positions."""
     positions: list[np.ndarray] = []
     rows: list[bytes] = []
+    opened: dict[str, Any] = {}
     for file_id, group, first, local, where in zip(
         batch["file_id"], batch["row_group"], batch["first_row"], batch["local"], batch["positions"]
     ):
         path = paths[int(file_id)]
-        found = rows_as_json(read_row_group(path, int(group)), path, int(first), np.asarray(local, np.int64))
+        table = read_row_group(path, int(group), opened)
+        found = rows_as_json(table, path, int(first), np.asarray(local, np.int64))
         rows += [zlib.compress(row.encode(), 1) for row in found]
         positions.append(np.asarray(where, np.int64))
     return {"position": np.concatenate(positions), "row": np.asarray(rows, dtype=object)}
@@ -142,8 +146,9 @@ class PromptStream:
     failing the load. max_prompt_tokens + tokenizer: drop rows whose chat prompt is longer than the policy's
     context budget for it (counted in `stats`; lengths cached, see drkernel.data.lengths). window_rows: rows
     read per window; head_rows: rows read at once where the cursor lands outside a prepared window.
-    task_cpus: Ray CPUs of each read task. index_cache_dir: where each file's validation verdict is kept
-    (drkernel.data.index_cache; default $DRKERNEL_CACHE_DIR/prompt_index).
+    task_cpus: Ray CPUs of each read task; tasks_per_cpu: at most this many read tasks per cluster CPU (a task
+    costs more to start than a row group to read; drkernel.data.stream.read_tasks). index_cache_dir: where each
+    file's validation verdict is kept (drkernel.data.index_cache; default $DRKERNEL_CACHE_DIR/prompt_index).
     """
 
     def __init__(
@@ -160,6 +165,7 @@ class PromptStream:
         window_rows: int = 16384,
         head_rows: int = 4,
         task_cpus: float = 1.0,
+        tasks_per_cpu: int = TASKS_PER_CPU,
         index_cache_dir: str | Path | None = None,
     ):
         if batch_size < 1:
@@ -168,9 +174,10 @@ class PromptStream:
             raise ValueError(f"num_epochs must be >= 1 or None, got {num_epochs}")
         if max_prompt_tokens is not None and (max_prompt_tokens < 1 or tokenizer is None):
             raise ValueError(f"max_prompt_tokens must be >= 1 and needs a tokenizer, got {max_prompt_tokens}")
-        if window_rows < 1 or head_rows < 1 or task_cpus <= 0:
+        if window_rows < 1 or head_rows < 1 or task_cpus <= 0 or tasks_per_cpu < 1:
             raise ValueError(
-                f"window_rows, head_rows and task_cpus must be > 0, got {window_rows, head_rows, task_cpus}"
+                "window_rows, head_rows, task_cpus and tasks_per_cpu must be > 0, "
+                f"got {window_rows, head_rows, task_cpus, tasks_per_cpu}"
             )
         self.path = str(path)
         self.batch_size = batch_size
@@ -181,6 +188,7 @@ class PromptStream:
         self.window_rows = window_rows
         self.head_rows = head_rows
         self.task_cpus = task_cpus
+        self.tasks_per_cpu = tasks_per_cpu
         self._tokenizer = tokenizer
         self._lengths = PromptLengths(tokenizer, length_cache_dir) if max_prompt_tokens is not None else None
         self._index_cache = IndexCache(index_cache_dir)
@@ -301,7 +309,7 @@ class PromptStream:
         if not items:
             return {k: np.zeros(0, dtype) for k, dtype in _INDEX_COLUMNS.items()}
         tokenizer = self._tokenizer if self._lengths is not None else None
-        ds = _read_dataset(items).map_batches(
+        ds = _read_dataset(items, self.tasks_per_cpu).map_batches(
             _index_pieces,
             batch_size=None,
             num_cpus=self.task_cpus,
@@ -350,7 +358,7 @@ class PromptStream:
             }
             for p in plan
         ]
-        ds = _read_dataset(items).map_batches(
+        ds = _read_dataset(items, self.tasks_per_cpu).map_batches(
             _read_pieces, batch_size=None, num_cpus=self.task_cpus, fn_kwargs={"paths": [f.path for f in self._files]}
         )
         out: dict[int, bytes] = {}

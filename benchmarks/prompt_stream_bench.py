@@ -9,6 +9,7 @@ is read from /proc (VmHWM) after every phase.
     python benchmarks/prompt_stream_bench.py --make 72000 1000000          # write the pools (minutes)
     python benchmarks/prompt_stream_bench.py --rows 72000 1000000          # measure them
     python benchmarks/prompt_stream_bench.py --cpu 1000000                 # CPU seconds of the index pass
+    python benchmarks/prompt_stream_bench.py --compare 1000000 --repeat 2  # cold first group, before vs now
     python benchmarks/prompt_stream_bench.py --make 5000 --rows 5000       # a smoke run
 """
 
@@ -165,6 +166,34 @@ def measure(path: Path, steady: int, window_rows: int, cache_dir: Path) -> dict[
     return out
 
 
+def cold_compare(path: Path, repeat: int, window_rows: int, cache_dir: Path) -> dict[str, float]:
+    """The cold first group (nothing cached: actor start, index pass, first rows) with the read tasks of before
+    (one per 8 row groups: tasks_per_cpu large enough not to bind) and of now (a few a CPU), alternated in one
+    run so both meet the same host load (before, now, now, before, ...), after one untimed cold start that starts
+    the Ray Data worker processes (so neither side pays for that: a job's first cold start does, see --rows);
+    medians, and the ratio before / now."""
+    import ray
+
+    from actors.prompt_source import PromptSource
+
+    times: dict[str, list[float]] = {"before": [], "now": []}
+    plans = {"before": {"tasks_per_cpu": 10**6}, "now": {}}
+    pairs = [("before", "now")[:: 1 - 2 * (i % 2)] for i in range(repeat)]
+    runs = [("warm-up", "now")] + [(name, name) for pair in pairs for name in pair]
+    for name, plan in runs:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+        options = {"skip_invalid": True, "window_rows": window_rows, "index_cache_dir": str(cache_dir), **plans[plan]}
+        t = time.perf_counter()
+        source = PromptSource.remote(str(path), 1, None, options)
+        ray.get(source.next_group.remote("w", 0))
+        times.setdefault(name, []).append(time.perf_counter() - t)
+        ray.kill(source)
+    del times["warm-up"]
+    out = {f"cold_first_group_{name}_s": float(np.median(v)) for name, v in times.items()}
+    out["before_over_now"] = out["cold_first_group_before_s"] / out["cold_first_group_now_s"]
+    return {**out, **{f"{name}_{i}_s": x for name, v in times.items() for i, x in enumerate(v)}}
+
+
 def cpu_seconds(path: Path, every: int, window_rows: int) -> dict[str, float]:
     """CPU seconds (this process's, which the host's load moves far less than wall time) of the index pass's
     work on every `every`-th row group, scaled to the whole pool: what the pass and one window read cost the
@@ -214,6 +243,8 @@ def main() -> None:
     parser.add_argument("--steady", type=int, default=2000, help="groups pulled for the steady rate")
     parser.add_argument("--window-rows", type=int, default=16384)
     parser.add_argument("--num-cpus", type=int, default=os.cpu_count())
+    parser.add_argument("--compare", type=int, nargs="*", default=[], help="cold first group, before vs now")
+    parser.add_argument("--repeat", type=int, default=2, help="cold starts of each kind for --compare")
     parser.add_argument("--cpu", type=int, nargs="*", default=[], help="CPU seconds of the index pass of these pools")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/drkernel-prompt-index"), help="verdict cache")
     args = parser.parse_args()
@@ -222,7 +253,7 @@ def main() -> None:
     for rows in args.cpu:
         r = cpu_seconds(pool_dir(args.out, rows), 16, args.window_rows)
         print(json.dumps({"rows": rows, "load": _load(), **{k: round(v, 2) for k, v in r.items()}}), flush=True)
-    if not args.rows:
+    if not args.rows and not args.compare:
         return
     import ray
 
@@ -234,6 +265,11 @@ def main() -> None:
         log_to_driver=False,
     )
     try:
+        for rows in args.compare:
+            load = _load()
+            r = cold_compare(pool_dir(args.out, rows), args.repeat, args.window_rows, args.cache / str(rows))
+            print(json.dumps({"rows": rows, "load_start": load, **{k: round(v, 3) for k, v in r.items()}}), flush=True)
+            print(json.dumps({"load_end": _load()}), flush=True)
         for rows in args.rows:
             r = measure(pool_dir(args.out, rows), args.steady, args.window_rows, args.cache / str(rows))
             print(json.dumps({"rows": rows, **{k: round(v, 3) for k, v in r.items()}}), flush=True)

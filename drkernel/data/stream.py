@@ -101,9 +101,19 @@ def pool_files(path: str | Path) -> tuple[list[PoolFile], list[RowError]]:
     return files, errors
 
 
-def read_row_group(path: str, row_group: int) -> pa.Table:
+def open_file(path: str, opened: dict[str, pq.ParquetFile] | None = None) -> pq.ParquetFile:
+    """The parquet file at `path`, its footer parsed once per `opened` (the files of one read task): a footer's
+    parse costs about a millisecond, as much as checking a hundred rows."""
+    if opened is None:
+        return pq.ParquetFile(path)
+    if path not in opened:
+        opened[path] = pq.ParquetFile(path)
+    return opened[path]
+
+
+def read_row_group(path: str, row_group: int, opened: dict[str, pq.ParquetFile] | None = None) -> pa.Table:
     """One row group of one file: the unit every read of the stream is made of."""
-    return pq.ParquetFile(path).read_row_group(row_group)
+    return open_file(path, opened).read_row_group(row_group)
 
 
 @dataclass
@@ -149,11 +159,13 @@ def _whole(file: pq.ParquetFile, row_group: int, read: pa.Table) -> pa.Table:
     return pa.table({n: read.column(n) if n in have else rest.column(n) for n in file.schema_arrow.names})
 
 
-def index_row_group(path: str, row_group: int, first_row: int) -> CheckedRows:
+def index_row_group(
+    path: str, row_group: int, first_row: int, opened: dict[str, pq.ParquetFile] | None = None
+) -> CheckedRows:
     """check_rows(prompts=False) of one row group, at a fraction of its cost: the columns validation reads are
     checked with Arrow (drkernel.data.arrow_check), and only the rows that check doubts are read whole and
     parsed by pydantic, so each bad row gets check_rows' own error."""
-    file = pq.ParquetFile(path)
+    file = open_file(path, opened)
     checked = file.read_row_group(row_group, columns=index_columns(file.schema_arrow))
     vouched = vouch(checked)
     if vouched is None:
@@ -241,13 +253,13 @@ TASKS_PER_CPU = 4  # read tasks per cluster CPU: enough to even out a late-start
 MIN_GROUPS_PER_TASK = 8  # a task's start and scheduling cost more than reading a few row groups
 
 
-def read_tasks(num_groups: int, cpus: int) -> int:
-    """How many Ray Data tasks read this many row groups on a cluster of `cpus` CPUs.
+def read_tasks(num_groups: int, cpus: int, per_cpu: int = TASKS_PER_CPU) -> int:
+    """How many Ray Data tasks read this many row groups on a cluster of `cpus` CPUs (at most `per_cpu` a CPU).
 
     A few tasks a CPU, not one per few groups: each task costs a quarter second or so to schedule and start on a
     busy 2-core box, so the 1M-row index pass as 124 tasks of 8 groups spent a third of its time between tasks.
     """
-    return max(1, min(TASKS_PER_CPU * max(1, cpus), -(-num_groups // MIN_GROUPS_PER_TASK)))
+    return max(1, min(per_cpu * max(1, cpus), -(-num_groups // MIN_GROUPS_PER_TASK)))
 
 
 def interleave(count: int, parts: int) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -213,6 +214,8 @@ def test_bad_arguments(tmp_path):
         PromptStream(tmp_path / "none.parquet", batch_size=1)
     with pytest.raises(ValueError, match="batch_size"):
         PromptStream(tmp_path / "none.parquet", batch_size=0)
+    with pytest.raises(ValueError, match="tasks_per_cpu must be > 0"):
+        PromptStream(tmp_path / "none.parquet", batch_size=1, tasks_per_cpu=0)
 
 
 def test_small_windows_and_cold_cursors_hand_out_the_same_stream(pool):
@@ -225,6 +228,26 @@ def test_small_windows_and_cold_cursors_hand_out_the_same_stream(pool):
         assert drain(small) == after
         small.load_state_dict({**state, "position": 3})
         assert drain(small) == (before + after)[3:]
+
+
+def test_reads_cut_into_interleaved_tasks_hand_out_what_one_row_group_does(tmp_path):
+    """48 row groups of one row (struct, then JSON-string storage) read as several tasks, each with groups of
+    both files, or as at most one task a CPU: the stream is the one the same rows give from one row group."""
+    records = [record(i) for i in range(48)]
+    write_rows([parse_row(r) for r in records], tmp_path / "one.parquet")
+    folder = tmp_path / "many"
+    folder.mkdir()
+    pq.write_table(pa.Table.from_pylist(records[:24]), folder / "0.parquet", row_group_size=1)
+    strings = [{**r, **{c: json.dumps(r[c]) for c in ("prompt", "reward_model", "extra_info")}} for r in records[24:]]
+    pq.write_table(pa.Table.from_pylist(strings), folder / "1.parquet", row_group_size=1)
+    options = {"batch_size": 5, "seed": 3, "num_epochs": 2, "window_rows": 20, "index_cache_dir": tmp_path / "c"}
+    with PromptStream(tmp_path / "one.parquet", **options) as one:
+        want = drain(one)
+    assert sorted(want[:48]) == sorted(want[48:]) == sorted(r["extra_info"]["uuid"] for r in records)
+    for per_cpu in (4, 1):
+        shutil.rmtree(tmp_path / "c")  # validate every row group again, in this many tasks
+        with PromptStream(folder, tasks_per_cpu=per_cpu, **options) as many:
+            assert drain(many) == want
 
 
 def test_a_second_load_reads_the_verdicts_back_and_a_rewritten_file_is_validated_again(bad_pool, tmp_path):
