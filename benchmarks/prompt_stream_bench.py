@@ -171,27 +171,47 @@ def cold_compare(path: Path, repeat: int, window_rows: int, cache_dir: Path) -> 
     (one per 8 row groups: tasks_per_cpu large enough not to bind) and of now (a few a CPU), alternated in one
     run so both meet the same host load (before, now, now, before, ...), after one untimed cold start that starts
     the Ray Data worker processes (so neither side pays for that: a job's first cold start does, see --rows);
-    medians, and the ratio before / now."""
+    medians and the ratio before / now, of the wall time and of the cluster's CPU seconds (which the host's load
+    moves far less)."""
     import ray
 
     from actors.prompt_source import PromptSource
 
     times: dict[str, list[float]] = {"before": [], "now": []}
+    cpus: dict[str, list[float]] = {"before": [], "now": []}
     plans = {"before": {"tasks_per_cpu": 10**6}, "now": {}}
     pairs = [("before", "now")[:: 1 - 2 * (i % 2)] for i in range(repeat)]
     runs = [("warm-up", "now")] + [(name, name) for pair in pairs for name in pair]
     for name, plan in runs:
         shutil.rmtree(cache_dir, ignore_errors=True)
         options = {"skip_invalid": True, "window_rows": window_rows, "index_cache_dir": str(cache_dir), **plans[plan]}
-        t = time.perf_counter()
+        cpu, t = cluster_cpu_s(), time.perf_counter()
         source = PromptSource.remote(str(path), 1, None, options)
         ray.get(source.next_group.remote("w", 0))
         times.setdefault(name, []).append(time.perf_counter() - t)
+        cpus.setdefault(name, []).append(cluster_cpu_s() - cpu)
         ray.kill(source)
-    del times["warm-up"]
-    out = {f"cold_first_group_{name}_s": float(np.median(v)) for name, v in times.items()}
+    out = {f"cold_first_group_{name}_s": float(np.median(times[name])) for name in ("before", "now")}
+    out |= {f"cluster_cpu_{name}_s": float(np.median(cpus[name])) for name in ("before", "now")}
     out["before_over_now"] = out["cold_first_group_before_s"] / out["cold_first_group_now_s"]
-    return {**out, **{f"{name}_{i}_s": x for name, v in times.items() for i, x in enumerate(v)}}
+    out["cpu_before_over_now"] = out["cluster_cpu_before_s"] / out["cluster_cpu_now_s"]
+    return {**out, **{f"{name}_{i}_s": x for name, v in times.items() if name != "warm-up" for i, x in enumerate(v)}}
+
+
+def cluster_cpu_s() -> float:
+    """CPU seconds so far of this process and every process it started: the private Ray cluster's GCS, raylet
+    and workers (the prompt actor, the Ray Data tasks). Ended processes are not counted, so the ones that
+    run a cold start (the prompt actor and its tasks' workers) are killed only after it is read."""
+    import psutil
+
+    total = 0.0
+    for proc in [psutil.Process(), *psutil.Process().children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
 
 
 def cpu_seconds(path: Path, every: int, window_rows: int) -> dict[str, float]:
