@@ -13,6 +13,7 @@ candidate_process.prepare installs: with it off, the three CPU tests of part 1 f
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import multiprocessing
 import os
@@ -126,47 +127,41 @@ def _sibling_pids() -> list[int]:
     return [pid for pid in processes_of(os.getuid()) if pid != me]
 
 
-def _stop_siblings(conn: Any) -> None:
+def _on_siblings(act: Callable[[int], None], word: str, conn: Any) -> None:
+    """The candidate applies `act` to every other process of its uid and reports what happened to each."""
+    done = {}
+    for pid in _sibling_pids():
+        try:
+            act(pid)
+            done[pid] = word
+        except OSError as e:
+            done[pid] = e.strerror
+    conn.send(done)
+    _idle(conn)
+
+
+def _stop(pid: int) -> None:
     """The speedup attack's core: SIGSTOP the reference runner while the judge's clock runs on its round trip
     (a thread of the candidate watches /proc/<pid>/stat for R, stops it for a few ms, SIGCONTs it)."""
-    done = {}
-    for pid in _sibling_pids():
-        try:
-            os.kill(pid, signal.SIGSTOP)
-            done[pid] = "stopped"
-        except OSError as e:
-            done[pid] = e.strerror
-    conn.send(done)
-    _idle(conn)
+    os.kill(pid, signal.SIGSTOP)
 
 
-def _starve_siblings(conn: Any) -> None:
+def _starve(pid: int) -> None:
     """Quieter than a signal: lowest priority, SCHED_IDLE and the candidate's own CPU for the reference runner."""
-    done = {}
-    for pid in _sibling_pids():
-        try:
-            os.setpriority(os.PRIO_PROCESS, pid, 19)
-            os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
-            os.sched_setaffinity(pid, {min(os.sched_getaffinity(0))})
-            done[pid] = "starved"
-        except OSError as e:
-            done[pid] = e.strerror
-    conn.send(done)
-    _idle(conn)
+    os.setpriority(os.PRIO_PROCESS, pid, 19)
+    os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
+    os.sched_setaffinity(pid, {min(os.sched_getaffinity(0))})
 
 
-def _limit_siblings(conn: Any) -> None:
+def _limit(pid: int) -> None:
     """prlimit on a same-uid process: no open files left makes the reference runner fail (an infra error that
     masks a wrong candidate, or an out-of-memory re-run) on its next order."""
-    done = {}
-    for pid in _sibling_pids():
-        try:
-            resource.prlimit(pid, resource.RLIMIT_NOFILE, (0, 0))
-            done[pid] = "limited"
-        except OSError as e:
-            done[pid] = e.strerror
-    conn.send(done)
-    _idle(conn)
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (0, 0))
+
+
+_stop_siblings = functools.partial(_on_siblings, _stop, "stopped")
+_starve_siblings = functools.partial(_on_siblings, _starve, "starved")
+_limit_siblings = functools.partial(_on_siblings, _limit, "limited")
 
 
 def test_candidate_cannot_stop_its_reference_runner_or_judge():
