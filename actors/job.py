@@ -53,8 +53,9 @@ log = get_logger("train")
 REPO = Path(__file__).resolve().parents[1]
 
 
-class JobStopped(Exception):
-    """SIGTERM (ray job stop) or SIGINT: the job stops at once and cleans up."""
+class JobStopped(BaseException):
+    """SIGTERM (ray job stop) or SIGINT: the job stops at once and cleans up. Not an Exception, so that no
+    `except Exception` on the way (a retry, a best-effort report) can swallow it and keep the job running."""
 
 
 class JobStalled(RuntimeError):
@@ -529,11 +530,46 @@ class TrainJob:
         log.info("checkpoint %s", path)
 
     def run(self) -> None:
-        asyncio.run(self._run())
+        asyncio.run(self._run_until_stopped())
+
+    async def _run_until_stopped(self) -> None:
+        """`_run`, with SIGTERM/SIGINT cancelling it at its next await. A signal handler that raises would land in
+        whatever coroutine or callback happens to run, where asyncio (or an `except Exception`) can swallow it and
+        leave the job running until `ray job stop` kills it before cleanup."""
+        loop, main = asyncio.get_running_loop(), asyncio.current_task()
+        assert main is not None
+        received: list[int] = []
+        previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+
+        def stop(signum: int) -> None:
+            received.append(signum)
+            main.cancel()
+
+        for s in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(s, stop, s)
+        try:
+            await self._run()
+        except asyncio.CancelledError:
+            if not received:
+                raise
+            raise JobStopped(f"signal {signal.Signals(received[0]).name}") from None
+        finally:
+            for s, handler in previous.items():  # asyncio restores the default; cleanup still needs the caller's
+                loop.remove_signal_handler(s)
+                signal.signal(s, handler)
 
     # ---- cleanup -----------------------------------------------------------------------------------------------------
     def cleanup(self) -> None:
-        """Best effort, each part on its own: a failure in one never leaves the others running."""
+        """Best effort, each part on its own: a failure in one never leaves the others running. The Serve apps go
+        first: they are the only part that outlives the driver (the actors die with it), and `ray job stop` kills
+        the driver RAY_JOB_STOP_WAIT_TIME_S after its SIGTERM."""
+        if self._apps:  # a refusal before setup started anything stays one line
+            log.info("cleanup: deleting Serve apps %s, stopping rollout workers and trainer ranks", self._apps)
+        for name in self._apps:  # start every deletion first: replicas close their fork-servers concurrently
+            try:
+                serve.delete(name, _blocking=False)
+            except Exception as e:
+                log.warning("deleting Serve app %s: %s", name, e)
         if self.pool is not None and self.pool.workers:
             try:
                 asyncio.run(self.pool.stop(timeout_s=5.0))
@@ -546,11 +582,6 @@ class TrainJob:
                 pass
         for actor in [*self.ranks, *self._actors]:
             ray.kill(actor, no_restart=True)
-        for name in self._apps:  # start every deletion first: replicas close their fork-servers concurrently
-            try:
-                serve.delete(name, _blocking=False)
-            except Exception as e:
-                log.warning("deleting Serve app %s: %s", name, e)
         deadline = time.monotonic() + 60
         while self._apps and time.monotonic() < deadline and set(self._apps) & set(serve.status().applications):
             time.sleep(0.2)

@@ -129,7 +129,7 @@ class TrainerWorker:
             self.scorer.to(self.device)
         self.scorer.train()
         self.optimizer = torch.optim.AdamW(
-            self.scorer.parameters(), lr=tc.lr, betas=tc.betas, weight_decay=tc.weight_decay
+            self.scorer.parameters(), lr=tc.lr, betas=tc.betas, eps=tc.eps, weight_decay=tc.weight_decay
         )
         self.group_filter = GroupVarianceFilter(
             self.cfg.algorithm.filter,
@@ -172,6 +172,7 @@ class TrainerWorker:
             lr=lr_at(self.step, tc.lr, tc.warmup_steps),
             temperature=self.cfg.rollout.temperature,
             dp_size=self.world_size,
+            measure_effect=tc.measure_update_effect,
         )
         self.step += int(metrics["train/stepped"])
         metrics.update(

@@ -6,13 +6,20 @@ Ray cluster.
         [--samples 8] [--groups 4] [--val-samples 64] [--val-every 4] [--parallel 9] [--deadline-s 500] \\
         [--warm-start runs/learning-warm] [--out runs/learning]
 
-On the H200 host (16 CPU cores, the CPU-modelled verifier, the tiny policy on CPU; one call of at most 600 s; the
-warm start carried as the ignored folder runs/learning-warm, 0.5 MB, else made there first: 18 s on this box):
+On the H200 host (16 CPU cores, the CPU-modelled verifier, the tiny policy on CPU; one call of at most 560 s; the
+warm start carried as the ignored folder runs/learning-warm, 0.5 MB, else made there first: 18 s on this box), at
+temperature 0.8, the setting where RL beat its control on Fast@1 on the 2-core box (BENCHMARKS.md, session 10):
 
-    bash .device-site/install.sh && tar -C /tmp/site -xJf .device-site/verl.tar.xz && \\
-    export PYTHONPATH=/tmp/site:$PWD TRITON_INTERPRET=1 && \\
-    timeout 580 python3 benchmarks/learning.py --seeds 0 1 2 --lrs 1e-4 3e-4 --steps 12 --samples 8 --groups 4 \\
-        --val-samples 64 --val-every 4 --parallel 9 --deadline-s 520 --warm-start runs/learning-warm --out $OUT/learning
+    bash .device-site/install.sh >/dev/null 2>&1; tar -C /tmp/site -xJf .device-site/verl.tar.xz; \
+    export PYTHONPATH=/tmp/site:$PWD TRITON_INTERPRET=1; \
+    timeout 530 python3 benchmarks/learning.py --seeds 0 1 2 3 --lrs 1e-4 --steps 12 --samples 8 --groups 2 \
+        --temperature 0.8 --val-samples 32 --val-every 4 --parallel 8 --deadline-s 470 \
+        --warm-start runs/learning-warm --out $OUT/learning
+
+Every job logs `train/update_logp_pos` / `train/update_logp_neg` (`trainer.measure_update_effect`): the mean
+change of a trained turn's summed log-prob made by each step, by the trainer's own forward pass, among positive-
+and negative-advantage turns. Positive and negative respectively means the update does what its batch asks; the
+summary reports their mean over steps. `--set KEY=VALUE ...` adds overrides to every arm alike.
 
 What makes a difference visible if there is one:
 - Seeded sampling (`rollout.seed`): every turn's draw is seeded from (seed, group, sample, turn), so at step 1 an
@@ -24,18 +31,23 @@ What makes a difference visible if there is one:
 - The warm start is built once (`--warm-start`, an SFT checkpoint folder; made there when missing) and shared by
   every job: the tiny recipe's 64-wide Qwen3, SFT on one thread on both solutions of `relu` and `scale_shift`,
   simple and fused, for `--sft-epochs` (160: about 60% of first answers correct at temperature 1, about 20%
-  fused; BENCHMARKS.md).
+  fused; BENCHMARKS.md). Every answer copies its solution at p > 0.9 but for the one token that picks simple or
+  fused; at temperature 1 the wrong answers are long-tail accidents, whose large negative steps also lower the
+  right answers, so RL falls below its control there; `--temperature 0.8` removes most of them
+  (benchmarks/warm_start_probe.py measures this per checkpoint and temperature).
 - Each job is its own driver process (a TrainJob) on the script's Ray cluster with its own policy and verifier
   Serve apps, `--parallel` of them at once; `--deadline-s` stops jobs still running (they clean up) and the
   summary uses what they logged.
 
-The reward is speed-aware: the verifier models H200 time on CPU (`timing: cpu_model`), which prices the fused
-kernels faster (relu: simple 0.5x, fused 1.0x the reference; scale_shift: simple 1.0x, fused 2.0x). Names:
-`val/fast@p` is `drkernel eval`'s metric, the share of *all* validation samples correct with speedup > p;
-`rollout/correct_rate` is the correct share of judged training turns; `rollout/fast1_in_all` the share of judged
-training turns correct and modelled faster than 1 (the job's `rollout/fast1` counts among *correct* turns only and
-is not used). Prints per learning rate the seeds' RL, control and paired RL - control; writes results.json and
-results.md.
+PRS is off (the tiny recipe's `algorithm.prs.enabled=false`): it rejects correct turns by Triton time coverage,
+which this verifier does not measure, and with it on every correct turn left the loss (issue 24; TrainConfig now
+refuses that combination). The reward is speed-aware: the verifier models H200 time on CPU (`timing: cpu_model`),
+which prices the fused kernels faster (relu: simple 0.5x, fused 1.0x the reference; scale_shift: simple 1.0x,
+fused 2.0x). Names: `val/fast@p` is `drkernel eval`'s metric, the share of *all* validation samples correct with
+speedup > p; `rollout/correct_rate` is the correct share of judged training turns; `rollout/fast1_in_all` the share
+of judged training turns correct and modelled faster than 1 (the job's `rollout/fast1` counts among *correct*
+turns only and is not used). Prints per learning rate the seeds' RL, control and paired RL - control; writes
+results.json and results.md.
 """
 
 from __future__ import annotations
@@ -61,6 +73,7 @@ from drkernel.config.train import TrainConfig  # noqa: E402
 from drkernel.tasks import library_path  # noqa: E402
 
 KEYS = ("rollout/correct_rate", "rollout/fast1_in_all", "rollout/reward_mean")
+EFFECT_KEYS = ("train/update_logp_pos", "train/update_logp_neg")
 VAL_KEYS = ("val/fast@0", "val/fast@1", "val/reward_mean")
 
 
@@ -150,6 +163,8 @@ def digest(rows: list[dict], val_step: int | None, upto: int) -> dict[str, float
     for key in KEYS:
         out[f"{key} step 1"] = trained[0].get(key, nan) if trained else nan
         out[f"{key} last third"] = statistics.mean(r.get(key, 0.0) for r in trained[-third:]) if trained else nan
+    for key in EFFECT_KEYS:  # the step's own direction on its batch: > 0 for pos, < 0 for neg when it learns
+        out[f"{key} mean of steps"] = statistics.mean(r.get(key, nan) for r in trained) if trained else nan
     return out
 
 
@@ -278,6 +293,7 @@ def main() -> None:
     ap.add_argument("--parallel", type=int, default=None, help="jobs at once (default: all)")
     ap.add_argument("--deadline-s", type=float, default=None, help="stop jobs still running after this many seconds")
     ap.add_argument("--verifier-concurrency", type=int, default=4, help="evaluations at once per job's verifier")
+    ap.add_argument("--set", nargs="*", default=[], help="more TrainConfig overrides, the same in every arm")
     ap.add_argument("--out", default="runs/learning")
     ap.add_argument("--run-one", default=None, help=argparse.SUPPRESS)  # child mode (one job)
     a = ap.parse_args()
@@ -306,12 +322,14 @@ def main() -> None:
         f"queue.groups_per_step={a.groups}",
         "queue.max_staleness=0",  # synchronous: every step's samples come from the weights just pushed
         f"trainer.micro_batch_size={a.samples}",
+        "trainer.measure_update_effect=true",
         "rl_data.read_cpus=0.25",
         f"verifier.max_concurrency={a.verifier_concurrency}",
         f"validation.every_steps={a.val_every}",
         f"validation.samples_per_task={a.val_samples}",
         f"validation.tasks=[{','.join(a.tasks)}]",
         "logging.samples_every=1000",
+        *a.set,
     ]
     jobs: dict[str, list[str]] = {}
     for seed in a.seeds:

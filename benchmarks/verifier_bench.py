@@ -116,6 +116,11 @@ def build_entries(
     return entries, skipped
 
 
+# --timing-precision: set for the new verifier only (an older checkout's options may not have the field)
+TIMING: dict[str, float] = {}
+TIMING_DETAILS = ("perf_trials", "calls_per_round", "ratio_interval", "timed_round_s", "rounds_ms")
+
+
 def options_for(entry: Entry, device: str, quick: bool, perf_trials: int) -> VerifyOptions:
     return VerifyOptions(
         device=device,
@@ -124,6 +129,7 @@ def options_for(entry: Entry, device: str, quick: bool, perf_trials: int) -> Ver
         num_correct_trials=2 if quick else 5,
         num_warmup=1 if quick else 3,
         timeout_s=120,
+        **TIMING,
     )
 
 
@@ -162,6 +168,7 @@ def ours(
                 "oom_retry": r.details.get("oom_retry"),
                 "children": r.details.get("children"),
                 "judge_profile": r.details.get("judge_profile"),
+                "timing": {key: r.details.get(key) for key in TIMING_DETAILS},
             }
 
         if spares:
@@ -193,9 +200,11 @@ def old_verifier(
     perf_trials: int,
     deadline: float,
     workdir: Path,
+    spares: int = 0,
 ) -> list[dict[str, Any]]:
-    """The same runs through the verifier of an older checkout, in a subprocess importing that package.
-    Its fork-server finds the old package through PYTHONPATH (an old fork-server ignored sys.path)."""
+    """The same runs through the verifier of an older checkout, in a subprocess importing that package, with
+    as many spares (an old checkout without spares needs --old-spares 0). Its fork-server finds the old
+    package through PYTHONPATH (an old fork-server ignored sys.path)."""
     spec = workdir / "old_spec.json"
     out = workdir / "old_runs.json"
     spec.write_text(
@@ -206,6 +215,7 @@ def old_verifier(
                 "levels": levels,
                 "quick": quick,
                 "perf_trials": perf_trials,
+                "spares": spares,
                 "deadline_s": deadline - time.time(),
             }
         )
@@ -233,7 +243,7 @@ def _worker(spec_path: str, out_path: str) -> int:
     for i, c in enumerate(spec["levels"]):
         if i and time.time() > deadline:
             break
-        runs.append(ours(entries, spec["device"], c, spec["quick"], spec["perf_trials"]))
+        runs.append(ours(entries, spec["device"], c, spec["quick"], spec["perf_trials"], spec.get("spares", 0)))
     Path(out_path).write_text(json.dumps(runs, default=str))
     return 0
 
@@ -297,6 +307,14 @@ def print_phases(title: str, results: list[dict[str, Any]]) -> None:
     cells = ", ".join(f"{k} {statistics.mean(v):.2f}" for k, v in phases.items())
     spare = sum(r.get("children") == "spare" for r in results)
     print(f"{title}: mean {statistics.mean(seconds):.2f} s per evaluation ({spare} on spares); phases: {cells}")
+    timed = [r["timing"] for r in results if (r.get("timing") or {}).get("timed_round_s")]
+    if timed:
+        costs = {k: statistics.mean(t["timed_round_s"][k] for t in timed) for k in timed[0]["timed_round_s"]}
+        print(
+            f"  timed rounds: mean {statistics.mean(t['perf_trials'] for t in timed):.1f} per evaluation, "
+            f"{statistics.mean(t['calls_per_round'] for t in timed):.1f} calls each; their seconds: "
+            + ", ".join(f"{k} {v:.3f}" for k, v in costs.items())
+        )
 
 
 def report_old(entries: list[Entry], runs: list[dict[str, Any]], old: list[dict[str, Any]]) -> dict[str, Any]:
@@ -441,11 +459,20 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="a git worktree of an older commit: run its verifier on the same set, side by side",
     )
-    p.add_argument("--spares", type=int, default=0, help="spare evaluation groups of the new verifier (old: none)")
+    p.add_argument("--spares", type=int, default=0, help="spare evaluation groups of the new verifier")
+    p.add_argument("--old-spares", type=int, default=None, help="the old verifier's spares (default: --spares)")
     p.add_argument(
         "--profile", action="store_true", help="the judge's cProfile in every verdict (DRKERNEL_JUDGE_PROFILE=1)"
     )
+    p.add_argument(
+        "--timing-precision",
+        type=float,
+        default=None,
+        help="the new verifier's options.timing_precision (0: every one of --perf-trials rounds; default: its default)",
+    )
     a = p.parse_args(argv)
+    if a.timing_precision is not None:
+        TIMING["timing_precision"] = a.timing_precision
     if a.profile:  # before the first Verifier starts its fork-server, which keeps this environment
         os.environ["DRKERNEL_JUDGE_PROFILE"] = "1"
     device = a.device
@@ -487,6 +514,7 @@ def main(argv: list[str] | None = None) -> int:
                 perf_trials,
                 time.time() + a.budget_s,
                 Path(tmp),
+                a.spares if a.old_spares is None else a.old_spares,
             )
         summary = report(entries, runs, base, skipped)
         if old:

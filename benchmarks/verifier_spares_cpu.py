@@ -56,6 +56,7 @@ def cell(root: Path, spares: str, timing: str, concurrency: int, n: int) -> dict
         text=True,
         check=False,
         env={**os.environ, "PYTHONPATH": str(root)},
+        cwd=root,  # the verifier's children start in the cwd: from this checkout they would import its drkernel
     )
     if out.returncode != 0:
         raise RuntimeError(f"cell {spares}/{timing}/{concurrency} failed:\n{out.stderr[-3000:]}")

@@ -76,6 +76,7 @@ class VerifierReplica:
         self._waiting = 0  # evaluations waiting for a slot
         self._running = 0  # evaluations in the core (orphans included)
         self._orphaned = 0  # evaluations in the core that nobody waits for any more
+        self._started = 0  # evaluations that got a slot and ran in the core (cancelled waiters never do)
 
     async def verify(
         self,
@@ -125,6 +126,7 @@ class VerifierReplica:
         finally:
             self._waiting -= 1
         self._running += 1
+        self._started += 1
         self._gauge()
         work = asyncio.get_running_loop().run_in_executor(self._pool, self._core.verify, reference, candidate, options)
         work.add_done_callback(self._release)
@@ -157,6 +159,7 @@ class VerifierReplica:
             "waiting": self._waiting,
             "running": self._running,
             "orphaned": self._orphaned,
+            "started": self._started,
             "slots": self.config.max_concurrency,
         }
 

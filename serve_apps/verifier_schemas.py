@@ -73,6 +73,7 @@ class ReplicaLoad(StrictModel):
     waiting: int = Field(..., description="evaluations waiting for a slot (their clock has not started)")
     running: int = Field(..., description="evaluations in the core, orphans included")
     orphaned: int = Field(..., description="running evaluations nobody waits for; they hold a slot until they end")
+    started: int = Field(..., description="evaluations that got a slot and ran in the core since the replica started")
     slots: int = Field(..., description="evaluations the replica runs at once (max_concurrency)")
 
 

@@ -45,6 +45,7 @@ def tiny_recipe_overrides(root: Path) -> list[str]:
         "verifier.options.num_correct_trials=1",
         "verifier.options.measure_performance=false",
         "verifier.options.measure_coverage=false",
+        "algorithm.prs.enabled=false",  # PRS reads coverage, not measured here: it would drop every correct turn
         "logging.tensorboard=false",
         "logging.samples_every=1",
         "algorithm.filter.enabled=false",  # a 2-step smoke run must train even when every group ties

@@ -129,7 +129,11 @@ class TrainerConfig(StrictModel):
     warmup_steps: int = Field(0, ge=0, description="linear warmup steps")
     weight_decay: float = Field(0.0, ge=0, description="AdamW decoupled weight decay")
     betas: tuple[float, float] = Field((0.9, 0.999), description="AdamW betas")
+    eps: float = Field(1e-8, gt=0, description="AdamW epsilon: gradients far below it take steps far below lr")
     max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping norm")
+    measure_update_effect: bool = Field(
+        False, description="re-score each step's batch after the update: log-prob change of +/- advantage turns"
+    )
     micro_batch_size: int = Field(4, ge=1, description="sequences per forward/backward pass")
     gradient_checkpointing: bool = Field(False, description="recompute each decoder layer in backward to save memory")
     publish_every: int = Field(1, ge=1, description="k: push weights to the policy every k steps")
@@ -231,4 +235,10 @@ class TrainConfig(SFTRecipeConfig):
             )
         if self.data.categories is not None and self.rl_data.prompt_file is not None:
             raise ValueError("data.categories picks the task library's prompts; rl_data.prompt_file is its own pool")
+        if self.algorithm.prs.enabled and not self.verifier.options.measure_coverage:
+            raise ValueError(
+                "algorithm.prs rejects correct turns by their Triton time coverage, which "
+                "verifier.options.measure_coverage=false never measures (it counts as 0, so every correct turn "
+                "would leave the loss): set algorithm.prs.enabled=false or measure coverage"
+            )
         return self

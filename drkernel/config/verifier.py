@@ -24,7 +24,21 @@ class VerifyOptions(StrictModel):
     )
     num_correct_trials: int = Field(5, ge=1, le=20, description="seeds of the correctness check")
     num_perf_trials: int = Field(
-        30, ge=1, le=1000, description="timed calls of each model (median reported); 5 on CPU when left unset"
+        30, ge=1, le=1000, description="most timed rounds of each model (median reported); 5 on CPU when left unset"
+    )
+    min_perf_trials: int = Field(10, ge=1, le=1000, description="timed rounds before timing_precision may end timing")
+    timing_precision: float = Field(
+        0.01,
+        ge=0,
+        le=1,
+        description="end timing once the 95% interval of the median candidate/reference round ratio is within "
+        "this share of it (drkernel.verify.precision); 0: always num_perf_trials rounds",
+    )
+    timing_budget_s: float = Field(
+        0.25,
+        ge=0,
+        le=600,
+        description="once timing's rounds took this long, timing_precision is relaxed threefold; 0: never",
     )
     num_warmup: int = Field(
         3, ge=0, le=100, description="untimed calls of each model before timing; 1 on CPU when left unset"

@@ -206,6 +206,32 @@ def accumulate_gradients(
     return metrics
 
 
+def update_effect(
+    scorer: ResponseScorer,
+    batch: StepBatch,
+    before: torch.Tensor,
+    loss_mask: torch.Tensor,
+    micro_batch_size: int,
+    temperature: float,
+    dp_size: int = 1,
+) -> dict[str, float]:
+    """What the step did to the turns it trained on, by the trainer's own forward pass: the mean change of a turn's
+    summed log-prob over its loss tokens, among positive- and among negative-advantage turns. An update that
+    learns from its batch raises the first and lowers the second; a sign, mask or alignment error would not."""
+    after = recompute_log_probs(scorer, batch, micro_batch_size, temperature, dp_size)
+    delta = ((after - before) * loss_mask).sum(-1)
+    trained = loss_mask.any(-1)
+    adv = batch.turn_advantages
+    sums = []
+    for side in (trained & (adv > 0), trained & (adv < 0)):
+        sums += [float(delta[side].sum()), float(side.sum())]
+    sums = _all_reduce(sums, dist.ReduceOp.SUM, dp_size, _device(scorer))
+    return {
+        "train/update_logp_pos": sums[0] / sums[1] if sums[1] else 0.0,
+        "train/update_logp_neg": sums[2] / sums[3] if sums[3] else 0.0,
+    }
+
+
 def _grad_norm(params: list[torch.Tensor], max_norm: float) -> float:
     norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
     full = getattr(norm, "full_tensor", None)
@@ -223,11 +249,13 @@ def train_step(
     lr: float | None = None,
     temperature: float = 1.0,
     dp_size: int = 1,
+    measure_effect: bool = False,
 ) -> dict[str, float]:
     """One update on `batch` (this rank's share when dp_size > 1); returns the step's metrics.
 
     No optimizer step happens for a skipped batch, when MRS/PRS left no token, or when the gradient norm is
-    not finite (`train/stepped` says which); gradients are cleared either way.
+    not finite (`train/stepped` says which); gradients are cleared either way. `measure_effect` adds
+    `update_effect`'s metrics at the cost of two more forward passes.
     """
     start = time.perf_counter()
     if lr is not None:
@@ -239,6 +267,9 @@ def train_step(
         metrics["train/stepped"] = 0.0
         return metrics
     optimizer.zero_grad(set_to_none=True)
+    if measure_effect:
+        before = recompute_log_probs(as_scorer(model), batch, micro_batch_size, temperature, dp_size)
+        loss_mask = loss_masks(batch, before, cfg)[1]
     metrics.update(accumulate_gradients(model, batch, cfg, micro_batch_size, temperature, dp_size))
     stepped = False
     if metrics["train/loss_tokens"] > 0:
@@ -249,6 +280,10 @@ def train_step(
             optimizer.step()
             stepped = True
     optimizer.zero_grad(set_to_none=True)
+    if measure_effect and stepped:
+        metrics.update(
+            update_effect(as_scorer(model), batch, before, loss_mask, micro_batch_size, temperature, dp_size)
+        )
     metrics["train/stepped"] = float(stepped)
     metrics["train/step_s"] = time.perf_counter() - start
     return metrics

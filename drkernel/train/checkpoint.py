@@ -49,6 +49,7 @@ RESUMABLE_KEYS = (
     "trainer.num_threads",
     "trainer.micro_batch_size",
     "trainer.gradient_checkpointing",
+    "trainer.measure_update_effect",
     "policy.engine",
     "policy.model_path",
     "policy.device",

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from drkernel.verify import outputs, problem, protocol, tensors
+from drkernel.verify import outputs, precision, problem, protocol, tensors
 from drkernel.verify.channel import CandidateFault, CandidateGone, Channel
 from drkernel.verify.child_spec import ChildSpec
 from drkernel.verify.devices import env_for, make_backend
@@ -86,6 +86,7 @@ class Judge:
         self.held: dict[int, list[list[Any]]] = {id(self.ref): [], id(self.cand): []}
         self.bound: dict[int, list[list[Any]]] = {id(self.ref): [], id(self.cand): []}
         self.snapshot: list[list[Any]] | None = None  # the candidate's outputs as they were when its timed run ended
+        self.round_costs = {"inputs": 0.0, "runs": 0.0, "outputs_and_checks": 0.0}  # seconds, timed rounds only
         self.ref_specs: list[dict[str, Any]] | None = None
         self.ref_aliases = False
         try:
@@ -207,7 +208,7 @@ class Judge:
             hack=("harness_tampering", "harness_integrity"),
         )
 
-    def collect(self, ch: Channel, k: int, with_inputs: bool) -> tuple[list[list[Any]], list[list[Any]] | None]:
+    def collect(self, ch: Channel, k: int) -> tuple[list[list[Any]], list[list[Any]]]:
         """Outputs of the last run (and the runner's inputs as they are now), outside any timed window."""
         want = None if ch.trusted else self.ref_specs
 
@@ -245,10 +246,9 @@ class Judge:
                 [source[j][i] if s["kind"] == "tensor" else s["value"] for i, s in enumerate(calls[j])]
                 for j in range(k)
             ]
-            inputs = self.held[id(ch)][:k] if with_inputs else None
-            return outs, inputs
-        cap = REFERENCE_PAYLOAD if ch.trusted else self._candidate_cap(k, with_inputs)
-        ch.order("collect", with_inputs)
+            return outs, self.held[id(ch)][:k]
+        cap = REFERENCE_PAYLOAD if ch.trusted else self._candidate_cap(k)
+        ch.order("collect")
         header, payload = ch.reply("outputs", cap, precheck)
         ch.evidence = header["evidence"]
         if ch.want_digest:
@@ -256,13 +256,12 @@ class Judge:
             got = hashlib.blake2b(memoryview(payload)[: protocol.payload_size(header["calls"])], digest_size=32)
             if got.hexdigest() != ch.digest:
                 self._harness_broken(ch, "the outputs collected are not those whose digest ended the timed run")
-        calls = header["calls"] + (header["inputs"] or [])
-        if header["inputs"] is not None and len(header["inputs"]) != k:
+        if header["inputs"] is None or len(header["inputs"]) != k:
             raise CandidateFault(
                 "protocol", "inputs reported for the wrong number of calls", hack=("harness_tampering", "protocol")
             )
         try:
-            decoded = protocol.decode_calls(calls, payload)
+            decoded = protocol.decode_calls(header["calls"] + header["inputs"], payload)
         except protocol.ProtocolError as e:
             if ch.trusted:
                 raise Infra("reference", str(e)) from e
@@ -271,12 +270,11 @@ class Judge:
             ) from e
         dev = self.backend.device
         decoded = [[x.to(dev) if isinstance(x, torch.Tensor) else x for x in values] for values in decoded]
-        return decoded[:k], (decoded[k:] if header["inputs"] is not None else None)
+        return decoded[:k], decoded[k:]
 
-    def _candidate_cap(self, k: int, with_inputs: bool) -> int:
+    def _candidate_cap(self, k: int) -> int:
         out = sum(s["nbytes"] for s in self.ref_specs or [] if s["kind"] == "tensor")
-        inp = self.input_bytes if with_inputs else 0
-        return k * (out + inp)
+        return k * (out + self.input_bytes)
 
     # -- rounds ---------------------------------------------------------------------------------------------
     def round(
@@ -284,7 +282,6 @@ class Judge:
         seeds: list[int],
         label: str,
         cand_first: bool = False,
-        with_inputs: bool = False,
         reuse: bool = False,
         timed: bool = True,
         coverage: bool = False,
@@ -293,20 +290,24 @@ class Judge:
         round (correctness, re-validation) gives both runners each order at once and then reads both
         replies: half the waiting, and no time is taken from it. A `coverage` round has the candidate run
         its coverage pass on the sets (timed alone on this clock) instead of plain calls; its outputs are
-        compared all the same."""
+        compared all the same. Every round checks the inputs too: a candidate can tell which calls are checked
+        only if some are not (red-team review, issue 26). The sets made here stay pristine: runners get copies."""
         k = len(seeds)
         report: dict[str, Any] | None = None
+        t_start = time.perf_counter()
         sets = self.make_sets(seeds)
         order = (self.cand, self.ref) if cand_first else (self.ref, self.cand)
         if timed:
             for ch in order:  # staged in run order: each side's inputs are as old when its calls start
                 self.stage(ch, sets, reuse=reuse and ch is self.cand)
-            del sets
+            t_staged = time.perf_counter()
             times = {id(ch): self.run(ch, k) for ch in order}
+            t_ran = time.perf_counter()
+            self.round_costs["inputs"] += t_staged - t_start
+            self.round_costs["runs"] += t_ran - t_staged
         else:
             for ch in order:
                 self.send_stage(ch, sets, reuse=reuse and ch is self.cand)
-            del sets
             for ch in order:
                 ch.reply("staged")
             runs = [ch for ch in order if not (coverage and ch is self.cand)]
@@ -321,12 +322,12 @@ class Judge:
                 self.cand.order("coverage", k)
                 report, _ = self.cand.reply("coverage")
                 times[id(self.cand)] = time.perf_counter() - t0
-        ref_out, ref_in = self.collect(self.ref, k, with_inputs)
+        ref_out, ref_in = self.collect(self.ref, k)
         if self.ref_specs is None:
             self.ref_specs = outputs.specs(ref_out[0])
             self.ref_aliases = bool(self.ref.evidence.get("aliases"))
         try:
-            cand_out, cand_in = self.collect(self.cand, k, with_inputs)
+            cand_out, cand_in = self.collect(self.cand, k)
         except torch.OutOfMemoryError as e:  # its outputs matched the reference's shapes: device pressure
             raise Infra("infra", f"out of device memory holding the candidate's outputs: {e}") from e
         self.absorb(self.cand.evidence)
@@ -345,12 +346,12 @@ class Judge:
             if not ok:
                 break
         del ref_out, cand_out
+        if timed:
+            self.round_costs["outputs_and_checks"] += time.perf_counter() - t_ran
         mutated = False
-        if with_inputs and all(r["passed"] for r in records):
-            pristine = self.make_sets(seeds)
-            ref_after = ref_in
+        if all(r["passed"] for r in records):
             for j in range(k):
-                if tensors.identical(pristine[j], ref_after[j]) and not tensors.identical(pristine[j], cand_in[j]):
+                if tensors.identical(sets[j], ref_in[j]) and not tensors.identical(sets[j], cand_in[j]):
                     mutated = True
         return {
             "label": label,
@@ -406,7 +407,7 @@ class Judge:
                 self.verdict.phase_s["correctness_first_trial"] = time.perf_counter() - t0
             seed = fresh_seed()
             self.correct_seeds.append(seed)
-            r = self.round([seed], f"correctness trial {i}", with_inputs=True, timed=False)
+            r = self.round([seed], f"correctness trial {i}", timed=False)
             rec = r["records"][0]
             trials.append(
                 {
@@ -529,26 +530,42 @@ class Judge:
             for ch in (self.ref, self.cand):
                 if len(self.bound[id(ch)]) < k:
                     self.bind(ch, [self.ref_specs] * k)
-        cand_s, ref_s = [], []
-        for i in range(self.spec.num_perf_trials):
-            r = self.checked(self.round([fresh_seed() for _ in range(k)], f"timed round {i}", cand_first=i % 2 == 1))
-            cand_s.append(r["cand_s"])
-            ref_s.append(r["ref_s"])
         # Subtracted from both: the reference's (the candidate cannot inflate what is subtracted). The
         # candidate's is only reported: the two differ only if the timed paths do (they must not).
         empty = statistics.median(empties[id(self.ref)])
         empty_cand = statistics.median(empties[id(self.cand)])
-        cand = [max(t - empty, 0.0) / k for t in cand_s]
-        ref = [max(t - empty, 0.0) / k for t in ref_s]
+        cand: list[float] = []
+        ref: list[float] = []
+        ratios: list[float] = []
+        opts, rounds, started = self.options, self.spec.num_perf_trials, time.perf_counter()
+        while not precision.enough_rounds(
+            ratios,
+            opts.timing_precision,
+            opts.min_perf_trials,
+            rounds,
+            time.perf_counter() - started,
+            opts.timing_budget_s,
+        ):
+            i = len(cand)
+            r = self.checked(self.round([fresh_seed() for _ in range(k)], f"timed round {i}", cand_first=i % 2 == 1))
+            cand.append(max(r["cand_s"] - empty, 0.0) / k)
+            ref.append(max(r["ref_s"] - empty, 0.0) / k)
+            ratios.append(cand[-1] / ref[-1] if ref[-1] > 0 else math.inf)
         floor = 1e-7  # below the resolution of a round trip: clamp, so no ratio divides by zero
         self.verdict.cand_ms = max(statistics.median(cand), floor) * 1e3
         self.verdict.ref_ms = max(statistics.median(ref), floor) * 1e3
         self.verdict.phase_s["timing"] = time.perf_counter() - t0
+        self.verdict.details["timed_round_s"] = {key: round(v, 4) for key, v in self.round_costs.items()}
         self.verdict.details.update(
             {
                 "perf_trials": len(cand),
                 "warmup": warm,
                 "calls_per_round": k,
+                "ratio_interval": [round(x, 4) for x in precision.median_interval(ratios)],
+                "rounds_ms": {
+                    "candidate": [round(t * 1e3, 5) for t in cand],
+                    "reference": [round(t * 1e3, 5) for t in ref],
+                },
                 "empty_round_trip_ms": round(empty * 1e3, 4),
                 "empty_round_trip_candidate_ms": round(empty_cand * 1e3, 4),
             }
@@ -589,14 +606,8 @@ class Judge:
         """The first secret seed again, then new values in the storage the candidate already holds."""
         self.enter("revalidation")
         t0 = time.perf_counter()
-        self.checked(
-            self.round([self.correct_seeds[0]], "re-validation first_seed_again", with_inputs=True, timed=False)
-        )
-        self.checked(
-            self.round(
-                [fresh_seed()], "re-validation same_storage_new_values", with_inputs=True, reuse=True, timed=False
-            )
-        )
+        self.checked(self.round([self.correct_seeds[0]], "re-validation first_seed_again", timed=False))
+        self.checked(self.round([fresh_seed()], "re-validation same_storage_new_values", reuse=True, timed=False))
         self.verdict.phase_s["revalidation"] = time.perf_counter() - t0
         if not self.verdict.failed("every_call_checked"):
             self.verdict.check(

@@ -334,15 +334,12 @@ class Runner:
     def _checked(self) -> list[list[Any]]:
         return [plain_outputs(out, self.backend.name) for out in self.outputs]
 
-    def _collect(self, with_inputs: bool) -> None:
+    def _collect(self) -> None:
         """Raw bytes of every output of the last run (CPU, NPU; encoded already when the run was digested),
         and of the inputs as they are now."""
         specs, chunks = self.encoded if self.encoded is not None else self._encode(self._checked())
-        chunks = list(chunks)
-        inputs = None
-        if with_inputs:
-            inputs, data = self._encode(self.staged[: len(specs)])
-            chunks += data
+        inputs, data = self._encode(self.staged[: len(specs)])
+        chunks = [*chunks, *data]
         self.outputs, self.encoded = [], None
         self.reply(
             {"type": "outputs", "calls": specs, "inputs": inputs, "evidence": self._evidence()}, b"".join(chunks)

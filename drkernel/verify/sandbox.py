@@ -101,7 +101,7 @@ def kill_uid(uid: int) -> None:
             pass  # no process of the uid left
 
 
-def _libc() -> ctypes.CDLL:
+def libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
@@ -178,10 +178,10 @@ def _expose(paths: list[str]) -> list[str]:
 
 
 def _shadow(top: str, keep_paths: list[str]) -> None:
-    libc = _libc()
+    lib = libc()
     keep = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p in keep_paths}
     try:
-        if libc.mount(b"tmpfs", top.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0755,size=1m") != 0:
+        if lib.mount(b"tmpfs", top.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0755,size=1m") != 0:
             raise OSError(ctypes.get_errno(), f"tmpfs over {top}: {os.strerror(ctypes.get_errno())}")
         for path, fd in keep.items():
             if os.path.isdir(f"/proc/self/fd/{fd}"):
@@ -189,7 +189,7 @@ def _shadow(top: str, keep_paths: list[str]) -> None:
             else:
                 os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
                 open(path, "a").close()
-            if libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None) != 0:
+            if lib.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None) != 0:
                 raise OSError(ctypes.get_errno(), f"bind {path}: {os.strerror(ctypes.get_errno())}")
     finally:
         for fd in keep.values():
@@ -203,17 +203,17 @@ def _namespaces(
 
     Returns (mount/net status, PID namespace status, shadowed dirs). The PID namespace applies to
     children only: the caller must fork next (see isolate)."""
-    libc = _libc()
+    lib = libc()
     flags = CLONE_NEWNS | CLONE_NEWNET
     pid_status = "not requested"
     if pid_namespace:
-        if libc.unshare(flags | CLONE_NEWPID) == 0:
+        if lib.unshare(flags | CLONE_NEWPID) == 0:
             flags, pid_status = 0, "pending"
         else:
             pid_status = f"unavailable (unshare: {os.strerror(ctypes.get_errno())})"
-    if flags and libc.unshare(flags) != 0:
+    if flags and lib.unshare(flags) != 0:
         return f"unavailable (unshare: {os.strerror(ctypes.get_errno())})", pid_status, "no mount namespace"
-    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+    if lib.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         return f"network only (make / private: {os.strerror(ctypes.get_errno())})", pid_status, "not attempted"
     priv = os.path.realpath(private_dir)
     shadowed = "nothing to expose"
@@ -225,13 +225,13 @@ def _namespaces(
             shadowed = f"failed ({e})"
         finally:
             os.umask(old_umask)
-    if libc.mount(priv.encode(), priv.encode(), None, MS_BIND | MS_REC, None) != 0:
+    if lib.mount(priv.encode(), priv.encode(), None, MS_BIND | MS_REC, None) != 0:
         return f"network only (bind private dir: {os.strerror(ctypes.get_errno())})", pid_status, shadowed
     failed = 0
     for point in _mount_points():
         if _under(point, (priv,)) or _under(point, keep_writable):
             continue
-        if libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None) != 0:
+        if lib.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None) != 0:
             failed += 1
     status = "active" if failed == 0 else f"active ({failed} mounts stayed writable)"
     return status, pid_status, shadowed
@@ -273,7 +273,7 @@ def _arm_parent_death(alive_r: int | None) -> None:
     changes, so it is armed again after dropping privileges; a parent that died before the call is
     seen as the closed pipe (or, without one, as a new parent)."""
     parent = os.getppid()
-    _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if alive_r is not None:
         if select.select([alive_r], [], [], 0)[0]:  # EOF: every write end is closed, the parent is gone
             os._exit(1)
@@ -327,11 +327,11 @@ def _drop_privileges(private_dir: str, uid: int, on_accelerator: bool, nproc_lim
         return "fallback: root could be regained", "not enforced"
     except PermissionError:
         pass
-    nnp = _libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+    nnp = libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
     # Not dumpable: another process of this uid (on an accelerator, the evaluation's candidate) can neither
     # ptrace this one nor open its /proc/<pid>/mem. The uid change already resets the flag where
     # fs.suid_dumpable is 0; this holds for any host setting.
-    nodump = _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+    nodump = libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
     return (
         f"active (uid=gid={uid}, groups={groups}{', no_new_privs' if nnp else ''}{', not dumpable' if nodump else ''})",
         f"active ({nproc_limit} processes+threads for this uid)",
@@ -539,7 +539,7 @@ def _isolate(
             layers["parent_death_signal"] = "unavailable"
         # PR_SET_CHILD_SUBREAPER: orphans of a double fork re-parent to this child, not to init, so the
         # caller finds every descendant (even one that called setsid) in one walk of /proc and kills it.
-        ok = _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        ok = libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
         layers["subreaper"] = "active" if ok else f"unavailable ({os.strerror(ctypes.get_errno())})"
         if pid_status == "pending":
             alive_r = _enter_pid_namespace()

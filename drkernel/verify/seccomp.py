@@ -22,7 +22,8 @@ import os
 import platform
 import struct
 
-PR_SET_NO_NEW_PRIVS = 38
+from drkernel.verify.sandbox import PR_SET_NO_NEW_PRIVS, libc
+
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 AUDIT_ARCH_X86_64 = 0xC000003E
@@ -109,9 +110,9 @@ def _install() -> str:
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
     fprog = SockFprog(len(prog), ctypes.cast(buf, ctypes.c_void_p))
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    lib = libc()
+    if lib.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return f"unavailable (no_new_privs: {os.strerror(ctypes.get_errno())})"
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+    if lib.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         return f"unavailable (seccomp: {os.strerror(ctypes.get_errno())})"
     return "active (signals, priorities, scheduling, affinity, limits and ptrace only on itself)"

@@ -33,3 +33,12 @@ def test_a_worker_may_not_queue_more_verifications_than_a_caller_may():
             None,
             ["rollout.groups_per_worker=2", "rollout.samples_per_prompt=4", "verifier.max_queued_requests=4"],
         )
+
+
+def test_prs_without_measured_coverage_is_refused():
+    """Unmeasured coverage counts as 0 in PRS, which would take every correct turn out of the loss: the RL step
+    would only ever push wrong answers down (the learning experiment's collapse, issue 24)."""
+    with pytest.raises(ConfigError, match=r"algorithm.prs.*measure_coverage=false"):
+        load_config(TrainConfig, None, ["verifier.options.measure_coverage=false"])
+    cfg = load_config(TrainConfig, None, ["verifier.options.measure_coverage=false", "algorithm.prs.enabled=false"])
+    assert not cfg.algorithm.prs.enabled

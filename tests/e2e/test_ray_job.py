@@ -228,7 +228,7 @@ def test_submitted_job_runs_on_the_worker_node_and_stop_leaves_nothing(two_node_
     while _engines_and_forkservers(cluster["mark"]) - before and time.monotonic() < deadline:
         time.sleep(1)
     left = sorted(_engines_and_forkservers(cluster["mark"]) - before)
-    assert not left, f"engines or fork-servers outlived `ray job stop`: {left}"
+    assert not left, f"engines or fork-servers outlived `ray job stop`: {left}\n{_logs(cluster, job)[-6000:]}"
     assert (run / "sft" / "config.json").is_file()  # the SFT checkpoint the worker node wrote, in the run folder
     steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert steps[:2] == [1, 2]

@@ -9,6 +9,9 @@ import torch
 from trajectory_factory import TurnSpec, make_trajectory
 
 from drkernel.config.algorithm import AlgorithmConfig, FilterConfig
+from drkernel.config.base import load_config
+from drkernel.config.tiny_recipe import tiny_recipe_overrides
+from drkernel.config.train import TrainConfig
 from drkernel.rl.filters import GroupVarianceFilter
 from drkernel.rl.prs import prs_generator
 from drkernel.rl.step_batch import (
@@ -112,6 +115,17 @@ def test_prs_rejects_a_lazy_correct_turn_but_keeps_it_in_the_baseline():
     assert batch.metrics["prs/turn_rejected_fraction"] == pytest.approx(1 / 3)
     off = AlgorithmConfig.model_validate({"prs": {"enabled": False}})
     assert _build(trajs, cfg=off).prs_keep.all()
+
+
+def test_the_tiny_recipe_trains_on_correct_turns_whose_coverage_it_never_measures(tmp_path):
+    """The tiny recipe's verifier does not measure coverage; with PRS on, every correct turn left the loss and RL
+    only pushed wrong answers down (issue 24's learning experiment)."""
+    cfg = load_config(TrainConfig, None, tiny_recipe_overrides(tmp_path)).algorithm
+    unmeasured = dict(correct=True, reward=1.0, speedup=1.0, coverage=None)
+    trajs = _group("a", [[TurnSpec(**unmeasured)], [TurnSpec()], [TurnSpec()]])
+    batch = _build(trajs, cfg=cfg)
+    assert batch.turn_advantages[0, 0] > 0 and batch.loss_turn_mask()[0].any()
+    assert batch.metrics["prs/turn_rejected_fraction"] == 0.0
 
 
 def test_rollout_metrics_count_rates_fast1_and_hacks():

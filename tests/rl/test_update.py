@@ -166,3 +166,24 @@ def test_no_step_without_data(tokenizer):
         and train_step(model, optimizer, skipped, cfg, micro_batch_size=2, max_grad_norm=1.0)["train/stepped"] == 0.0
     )
     assert all(torch.equal(before[n], p) for n, p in model.named_parameters())
+
+
+def test_the_update_effect_reports_which_way_the_step_moved_each_side(tokenizer):
+    """The job's own direction check (issue 24): after a step the rewarded turn's log-prob rose and the failed ones'
+    fell, by the trainer's forward pass; a step that changes nothing reports zero on both sides."""
+    cfg = AlgorithmConfig.model_validate({"mrs": {"mode": None, "veto_threshold": None}, "prs": {"enabled": False}})
+    model = _model(tokenizer)
+    trajs = [make_trajectory("a", i, [TurnSpec(tokens=4, **(OK if i == 0 else {}))]) for i in range(3)]
+    batch = _batch(trajs, cfg, tokenizer.pad_token_id)
+    _on_policy(batch, model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    m = train_step(model, optimizer, batch, cfg, micro_batch_size=2, max_grad_norm=1.0, measure_effect=True)
+    assert m["train/update_logp_pos"] > 0 > m["train/update_logp_neg"]
+    frozen = train_step(
+        model, optimizer, batch, cfg, micro_batch_size=2, max_grad_norm=1.0, lr=0.0, measure_effect=True
+    )
+    assert frozen["train/stepped"] == 1.0
+    assert frozen["train/update_logp_pos"] == 0.0 == frozen["train/update_logp_neg"]
+    assert "train/update_logp_pos" not in train_step(
+        model, optimizer, batch, cfg, micro_batch_size=2, max_grad_norm=1.0
+    )

@@ -40,7 +40,7 @@ CONFIG = {
     "body_timeout_s": 2,
     "max_client_share": 0.5,  # 12 admitted and 3 dispatched per client (6 dispatched in all: 2 x 4 x 0.75)
 }
-SOLO = {**CONFIG, "autoscaling": {"min_replicas": 1, "max_replicas": 1}, "max_concurrency": 1, "deadline_s": 6}
+SOLO = {**CONFIG, "autoscaling": {"min_replicas": 1, "max_replicas": 1}, "max_concurrency": 1, "deadline_s": 15}
 REPLICA_PREFIX = "SERVE_REPLICA::verifier#Verifier#"
 
 
@@ -63,7 +63,8 @@ def server(ray_cluster):
 
 @pytest.fixture
 def solo(server):
-    """A client of the one-replica, one-slot app (deadline 6 s): its /stats shows that replica exactly."""
+    """A client of the one-replica, one-slot app (deadline 15 s, which an honest evaluation meets on a loaded
+    box): its /stats shows that replica exactly."""
     with httpx.Client(base_url=server["url"] + "/solo", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as c:
         _quiet(c)
         yield c
@@ -407,14 +408,13 @@ def test_metrics_reach_the_ray_metrics_endpoint(server):
 
 
 def test_deadline_bounds_every_wait(solo):
-    """The one-replica app has a 6 s deadline: a single request gets 504, a batch item an infra_error in place."""
+    """The one-replica app has a 15 s deadline: a request whose hang would run 25 s gets 504, a batch item an
+    infra_error in place."""
     honest = request_body("honest_add", variant=7)
     assert solo.post("/verify", json=honest).json()["correct"]  # now cached: instant in the batch below
-    hang = request_body("hang_add", variant=7, timeout_s=10)
-    start = time.monotonic()
+    hang = request_body("hang_add", variant=7, timeout_s=25)
     r = solo.post("/verify", json=hang)
-    assert r.status_code == 504 and "deadline of 6" in r.json()["detail"]
-    assert time.monotonic() - start < 10
+    assert r.status_code == 504 and "deadline of 15" in r.json()["detail"]
     r = solo.post("/verify/batch", json={"items": [honest, hang]})
     assert r.status_code == 200, r.text
     on_time, late = r.json()["results"]
@@ -483,29 +483,32 @@ def test_options_that_size_work_are_capped_and_documented(client):
 
 
 def test_abandoned_evaluations_are_dropped_or_counted_never_piled_up(solo):
-    """Item 5: six requests dropped after 0.3 s: the queued ones never start, the one in the core is counted
-    as orphaned until it ends, and an honest request waits for that one alone (not for all six)."""
-    hangs = [request_body("hang_add", variant=500 + i, timeout_s=2) for i in range(6)]
+    """Item 5: six requests dropped after 1 s: the queued ones never start, the one in the core is counted
+    as orphaned until it ends, and an honest request waits for that one alone (the other five never run). The hang's
+    limit outlasts a slow box's polling, so the orphan is still there when it is looked for."""
+    hang_s = 6
+    hangs = [request_body("hang_add", variant=500 + i, timeout_s=hang_s) for i in range(6)]
 
     async def drop_all():
-        async with httpx.AsyncClient(base_url=str(solo.base_url), headers=dict(solo.headers), timeout=0.3) as ac:
+        async with httpx.AsyncClient(base_url=str(solo.base_url), headers=dict(solo.headers), timeout=1.0) as ac:
             out = await asyncio.gather(*(ac.post("/verify", json=h) for h in hangs), return_exceptions=True)
         assert all(isinstance(e, httpx.TimeoutException) for e in out), out
 
+    started = solo.get("/stats").json()["replica"]["started"]
     asyncio.run(drop_all())
     seen = []
-    for _ in range(20):
+    for _ in range(40):
         load = solo.get("/stats").json()["replica"]
         seen.append(load)
         if load["orphaned"] == 1 and load["waiting"] == 0:
             break
         time.sleep(0.1)
     assert load["orphaned"] == 1 and load["running"] == 1 and load["waiting"] == 0, seen
-    start = time.monotonic()
     r = solo.post("/verify", json=request_body("honest_add", variant=500))
     assert r.status_code == 200 and r.json()["correct"], r.text
-    assert time.monotonic() - start < 2 + 2.5  # one orphan's remaining time, then its own run; not six hangs
-    assert _quiet(solo)["replica"]["orphaned"] == 0
+    after = _quiet(solo)["replica"]
+    assert after["orphaned"] == 0
+    assert after["started"] - started == 2  # the orphan and the honest request: the five dropped never ran
 
 
 def test_timeouts_are_not_cached_and_reference_faults_are_422(solo):

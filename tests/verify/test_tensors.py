@@ -56,3 +56,13 @@ def test_identical_is_bitwise_and_nan_aware():
     assert tensors.identical(a, [torch.tensor([1.0, float("nan")]), 3])
     assert not tensors.identical(a, [torch.tensor([1.0 + 1e-7, float("nan")]), 3])
     assert not tensors.identical(a, [torch.tensor([1.0, float("nan")]), 4])
+
+
+def test_identical_compares_bits_of_strided_inputs():
+    """A candidate that writes -0.0 over 0.0 changed its input; strided views compare element by element."""
+    assert not tensors.identical([torch.zeros(3)], [-torch.zeros(3)])
+    base = torch.arange(12.0).reshape(3, 4)
+    assert tensors.identical([base[:, ::2]], [base.clone()[:, ::2]])
+    changed = base.clone()
+    changed[2, 2] = 99.0
+    assert not tensors.identical([base[:, ::2]], [changed[:, ::2]])

@@ -39,10 +39,16 @@ SELF = VerifyOptions(
 EVALUATIONS = 3
 
 
+EVERY_ROUND = SELF.model_copy(
+    update={"timing_precision": 0.0, "timing_budget_s": 0.0}
+)  # the last evaluation times all 15 rounds
+
+
 @pytest.fixture(scope="module")
 def self_results():
     with Verifier(device="cpu", max_concurrency=1) as v:
-        return [v.verify(FAST_REFERENCE, FAST_REFERENCE, SELF) for _ in range(EVALUATIONS)]
+        options = [SELF] * (EVALUATIONS - 1) + [EVERY_ROUND]
+        return [v.verify(FAST_REFERENCE, FAST_REFERENCE, o) for o in options]
 
 
 def test_reference_against_itself_is_judged_like_any_candidate(self_results):
@@ -129,3 +135,15 @@ def test_batched_comparison_never_passes_what_compare_fails():
     # integer outputs, scalars or mixed shapes: the whole round goes to tensors.compare
     assert _batch_passes([[torch.ones(3, dtype=torch.int64)]], [[torch.ones(3, dtype=torch.int64)]], 0, 0, True) is None
     assert _batch_passes([[1.0]], [[1.0]], 0, 0, True) is None
+
+
+def test_timing_ends_between_the_minimum_and_the_most_rounds(self_results):
+    """Every timed round is recorded; the precision rule may end timing from min_perf_trials on, and with a
+    precision of 0 every round asked for is timed."""
+    for r in self_results:
+        n = r.details["perf_trials"]
+        assert len(r.details["rounds_ms"]["candidate"]) == len(r.details["rounds_ms"]["reference"]) == n
+        assert SELF.min_perf_trials <= n <= SELF.num_perf_trials, n
+        lo, hi = r.details["ratio_interval"]
+        assert 0 < lo <= hi, r.details["ratio_interval"]
+    assert self_results[-1].details["perf_trials"] == SELF.num_perf_trials
