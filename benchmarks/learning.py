@@ -75,13 +75,24 @@ from drkernel.tasks import library_path  # noqa: E402
 KEYS = ("rollout/correct_rate", "rollout/fast1_in_all", "rollout/reward_mean")
 EFFECT_KEYS = ("train/update_logp_pos", "train/update_logp_neg")
 VAL_KEYS = ("val/fast@0", "val/fast@1", "val/reward_mean")
+EVAL_KEYS = ("val/fast@0", "val/fast@1")  # the job's names; `drkernel eval` reports the same as fast@0, fast@1
 
 
-def recipe(root: Path, tasks: list[str], epochs: int) -> list[str]:
+TAUGHT_WRONG = Path(__file__).resolve().parent / "taught_wrong"
+
+
+def recipe(root: Path, tasks: list[str], epochs: int, taught_wrong: bool = False) -> list[str]:
     """The experiment's recipe as overrides: the tiny model, its tasks copied under `root`, a speed-aware
-    CPU-modelled verifier."""
+    CPU-modelled verifier; with `taught_wrong`, each task's copy also holds a wrong solution to learn in SFT."""
     for name in tasks:
         shutil.copytree(library_path() / name, root / "tasks" / name, dirs_exist_ok=True)
+        wrong = TAUGHT_WRONG / name / "solution_wrong.py"
+        if taught_wrong:
+            if not wrong.is_file():
+                raise SystemExit(f"--taught-wrong: no {wrong}; it has {sorted(p.name for p in TAUGHT_WRONG.iterdir())}")
+            shutil.copy(wrong, root / "tasks" / name / wrong.name)
+        else:
+            (root / "tasks" / name / wrong.name).unlink(missing_ok=True)
     return [
         *tiny_recipe_overrides(root),
         f"sft.epochs={epochs}",
@@ -257,6 +268,69 @@ def run_jobs(jobs: dict[str, list[str]], root: Path, address: str, parallel: int
     return done
 
 
+def eval_final(done: dict[str, dict], jobs: dict[str, list[str]], root: Path, address: str, parallel: int, a) -> None:
+    """`drkernel eval` of each finished job's final checkpoint, on the validation's tasks, samples, turns,
+    temperature and seed; the result sits beside the job's own last validation (`done[name]["eval"]`)."""
+    from drkernel.train.checkpoint import latest_checkpoint
+
+    waiting = [n for n, r in done.items() if r["status"] == "ok" and latest_checkpoint(root / n / "checkpoints")]
+    running: dict[str, tuple[subprocess.Popen, Path]] = {}
+    while waiting or running:
+        while waiting and len(running) < parallel:
+            name = waiting.pop(0)
+            ckpt = latest_checkpoint(root / name / "checkpoints")
+            out = root / f"{name}-eval"
+            shutil.rmtree(out, ignore_errors=True)
+            overrides = [o for o in jobs[name] if not o.startswith(("policy.app_name", "policy.route_prefix"))]
+            cmd = [
+                sys.executable, "-m", "pipelines.cli", "eval", "--policy", str(ckpt / "model"), "--out", str(out),
+                "--tasks", ",".join(a.tasks), "--k", str(a.val_samples), "--address", address, *overrides,
+            ]  # fmt: skip
+            log = (root / f"{name}-eval.log").open("w")
+            proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+            running[name] = (proc, ckpt)
+        for name, (proc, ckpt) in list(running.items()):
+            if proc.poll() is None:
+                continue
+            del running[name]
+            report = root / f"{name}-eval" / "report.json"
+            if proc.returncode != 0 or not report.is_file():
+                done[name]["eval"] = {"status": f"exit {proc.returncode}", "checkpoint": ckpt.name}
+                continue
+            best = json.loads(report.read_text())["summary"]["best"]
+            scores = {k: best[k.removeprefix("val/")] for k in EVAL_KEYS}
+            done[name]["eval"] = {"status": "ok", "checkpoint": ckpt.name, **scores}
+            job = [r for r in done[name]["rows"] if "val/fast@0" in r][-1]
+            print(
+                f"{name:18s} eval of {ckpt.name}: "
+                + ", ".join(
+                    f"{k} {done[name]['eval'][k]:.3f} (job's validation at step {job['step']}: {job[k]:.3f})"
+                    for k in EVAL_KEYS
+                ),
+                flush=True,
+            )
+        time.sleep(1.0)
+
+
+def eval_lines(done: dict[str, dict]) -> list[str]:
+    """Each final checkpoint's `drkernel eval` next to the job's own last validation, the same metric by name."""
+    lines = [
+        "| run | checkpoint | job's last `val/fast@0` / eval `fast@0` | job's last `val/fast@1` / eval `fast@1` |",
+        "|---|---|---|---|",
+    ]
+    for name, r in done.items():
+        ev = r.get("eval")
+        if ev is None:
+            continue
+        if ev["status"] != "ok":
+            lines.append(f"| {name} | {ev['checkpoint']} | eval {ev['status']} | |")
+            continue
+        job = [row for row in r["rows"] if "val/fast@0" in row][-1]
+        cells = [f"{job[k]:.3f} / {ev[k]:.3f}" for k in EVAL_KEYS]
+        lines.append(f"| {name} | {ev['checkpoint']} (validated at step {job['step']}) | {' | '.join(cells)} |")
+    return lines
+
+
 def summarise(done: dict[str, dict], seeds: list[int], lrs: list[float]) -> tuple[dict, list[str]]:
     """Per learning rate: RL, control and paired RL - control over seeds, each as mean [min, max]; every pair is
     compared at the steps both of its runs reached."""
@@ -289,10 +363,16 @@ def main() -> None:
     ap.add_argument("--val-samples", type=int, default=64, help="validation samples per task")
     ap.add_argument("--val-every", type=int, default=4, help="validate at step 0 and every this many steps")
     ap.add_argument("--tasks", nargs="+", default=["relu", "scale_shift"])
+    ap.add_argument(
+        "--taught-wrong", action="store_true", help="SFT also on a wrong answer per task (benchmarks/taught_wrong/)"
+    )
     ap.add_argument("--warm-start", default=None, help="SFT checkpoint folder shared by every job (made if missing)")
     ap.add_argument("--parallel", type=int, default=None, help="jobs at once (default: all)")
     ap.add_argument("--deadline-s", type=float, default=None, help="stop jobs still running after this many seconds")
     ap.add_argument("--verifier-concurrency", type=int, default=4, help="evaluations at once per job's verifier")
+    ap.add_argument(
+        "--eval-final", action="store_true", help="`drkernel eval` each final checkpoint as the job validated it"
+    )
     ap.add_argument("--set", nargs="*", default=[], help="more TrainConfig overrides, the same in every arm")
     ap.add_argument("--out", default="runs/learning")
     ap.add_argument("--run-one", default=None, help=argparse.SUPPRESS)  # child mode (one job)
@@ -304,7 +384,7 @@ def main() -> None:
     deadline = t_start + (a.deadline_s if a.deadline_s else float("inf"))
     root = Path(a.out).resolve()
     root.mkdir(parents=True, exist_ok=True)
-    base = recipe(root / "recipe", a.tasks, a.sft_epochs)
+    base = recipe(root / "recipe", a.tasks, a.sft_epochs, a.taught_wrong)
     model = warm_start(Path(a.warm_start or root / "recipe" / "sft").resolve(), base)
     common = [
         *base,
@@ -356,6 +436,8 @@ def main() -> None:
         print(f"{len(jobs)} jobs, {parallel} at once, on Ray at {address}", flush=True)
         jobs = {n: [*o, f"policy.http_port={port}"] for n, o in jobs.items()}
         done = run_jobs(jobs, root, address, parallel, deadline)
+        if a.eval_final:
+            eval_final(done, jobs, root, address, parallel, a)
     finally:
         serve.shutdown()
         ray.shutdown()
@@ -370,6 +452,7 @@ def main() -> None:
     same = [x == y for t in same for x, y in zip(t["rl"], t["control"], strict=True)]
     check = f"step-0 validation identical in RL and control (seeded): {sum(same)} of {len(same)} pairs"
     status = ", ".join(f"{n} {r['status']} ({r['wall_s']:.0f} s)" for n, r in done.items())
+    lines += ["", *eval_lines(done)] if a.eval_final else []
     print("\n".join(["", header, check, status, *lines]), flush=True)
     (root / "results.md").write_text("\n".join([header, "", check, "", status, "", *lines, ""]))
     (root / "results.json").write_text(

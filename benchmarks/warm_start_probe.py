@@ -66,6 +66,7 @@ def main() -> None:
     ap.add_argument("--temperatures", type=float, nargs="+", default=[1.0])
     ap.add_argument("--samples", type=int, default=16)
     ap.add_argument("--tasks", nargs="+", default=["relu", "scale_shift"])
+    ap.add_argument("--taught-wrong", action="store_true", help="as benchmarks/learning.py --taught-wrong")
     ap.add_argument("--root", default="runs/warm-start-probe", help="recipe copy and one warm-start folder per epochs")
     a = ap.parse_args()
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -73,7 +74,7 @@ def main() -> None:
     torch.set_num_threads(1)
     root = Path(a.root).resolve()
     for epochs in a.epochs:
-        folder = warm_start(root / f"warm{epochs}", recipe(root / "recipe", a.tasks, epochs))
+        folder = warm_start(root / f"warm{epochs}", recipe(root / "recipe", a.tasks, epochs, a.taught_wrong))
         tok = AutoTokenizer.from_pretrained(folder)
         model = AutoModelForCausalLM.from_pretrained(folder).eval()
         for name in a.tasks:

@@ -1,0 +1,27 @@
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def fma_kernel(x_ptr, out_ptr, alpha, beta, n_elements, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    tl.store(out_ptr + offsets, x * beta + alpha, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, alpha, beta):
+        super().__init__()
+        self.alpha = alpha
+        self.beta = beta
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        BLOCK = 1024
+        fma_kernel[(triton.cdiv(n, BLOCK),)](x, out, self.alpha, self.beta, n, BLOCK=BLOCK)
+        return out
