@@ -315,10 +315,13 @@ class ModelNew(nn.Module):
 
 
 def test_torch_work_inside_a_jit_body_is_not_kernel_time(verifier):
+    """The burn is most of each launch's wall time: counted as kernel time, the coverage would be near 1. The honest
+    kernel's coverage is only checked to be measured: on a loaded box the judge's round-trip cap moves it anywhere."""
     honest = verifier.verify(REF, HONEST, OPTS)
     r = ungated(verifier, BURN_IN_BODY)
     assert r.correct and r.coverage is not None
-    assert r.coverage < 0.5 < honest.coverage, (r.coverage, honest.coverage)
+    assert r.coverage < 0.5, (r.coverage, r.details)
+    assert honest.coverage is not None and honest.coverage > 0, honest.coverage
 
 
 SAME_NAME_ELSEWHERE = '''
@@ -356,11 +359,12 @@ def test_a_same_named_kernel_from_another_file_is_not_the_candidates(verifier):
 
 
 def test_a_decoy_launch_next_to_foreign_work_gets_little_coverage(verifier):
-    """The foreign kernel does four times the decoy's launches: on CPU coverage is a share of wall time, and with one
-    foreign launch the interpreter's per-launch cost put the decoy's share at 0.69 on a loaded box (CI)."""
+    """The foreign kernel does twelve times the decoy's launches: on CPU coverage is a share of wall time, and with one
+    foreign launch the interpreter's per-launch cost put the decoy's share at 0.69 on a loaded box (CI); at twelve
+    its fair share is below 0.1, so only a load swing of six times inside one call could reach the bound."""
     body = (
         "out = torch.empty_like(x)\n"
-        "        for _ in range(4):\n"
+        "        for _ in range(12):\n"
         "            library_kernels.add_relu_kernel[(4,)](x, y, out, x.numel(), BLOCK=1024)\n"
         "        launch(x[:1], y[:1])\n"
         "        return out"

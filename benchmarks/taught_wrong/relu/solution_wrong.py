@@ -5,11 +5,11 @@ import triton.language as tl
 
 
 @triton.jit
-def leaky_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+def relu_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-    tl.store(out_ptr + offsets, tl.where(x > 0.0, x, 0.01 * x), mask=mask)
+    tl.store(out_ptr + offsets, tl.minimum(x, 0.0), mask=mask)
 
 
 class ModelNew(nn.Module):
@@ -21,5 +21,5 @@ class ModelNew(nn.Module):
         out = torch.empty_like(x)
         n = x.numel()
         BLOCK = 1024
-        leaky_kernel[(triton.cdiv(n, BLOCK),)](x, out, n, BLOCK=BLOCK)
+        relu_kernel[(triton.cdiv(n, BLOCK),)](x, out, n, BLOCK=BLOCK)
         return out

@@ -5,11 +5,11 @@ import triton.language as tl
 
 
 @triton.jit
-def fma_kernel(x_ptr, out_ptr, alpha, beta, n_elements, BLOCK: tl.constexpr):
+def affine_kernel(x_ptr, out_ptr, alpha, beta, n_elements, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-    tl.store(out_ptr + offsets, x * beta + alpha, mask=mask)
+    tl.store(out_ptr + offsets, x * alpha - beta, mask=mask)
 
 
 class ModelNew(nn.Module):
@@ -23,5 +23,5 @@ class ModelNew(nn.Module):
         out = torch.empty_like(x)
         n = x.numel()
         BLOCK = 1024
-        fma_kernel[(triton.cdiv(n, BLOCK),)](x, out, self.alpha, self.beta, n, BLOCK=BLOCK)
+        affine_kernel[(triton.cdiv(n, BLOCK),)](x, out, self.alpha, self.beta, n, BLOCK=BLOCK)
         return out
