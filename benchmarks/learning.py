@@ -78,21 +78,30 @@ VAL_KEYS = ("val/fast@0", "val/fast@1", "val/reward_mean")
 EVAL_KEYS = ("val/fast@0", "val/fast@1")  # the job's names; `drkernel eval` reports the same as fast@0, fast@1
 
 
-TAUGHT_WRONG = Path(__file__).resolve().parent / "taught_wrong"
+# One bug a kernel writer makes, in one token of the task's fused solution, so that the wrong answer and the fused
+# one part at that token and nowhere else: what `--taught-wrong` adds to SFT as `solution_wrong.py`.
+TAUGHT_WRONG = {
+    "relu": ("tl.maximum(x, 0.0)", "tl.minimum(x, 0.0)"),
+    "scale_shift": ("x * alpha + beta", "x * alpha - beta"),
+}
 
 
 def recipe(root: Path, tasks: list[str], epochs: int, taught_wrong: bool = False) -> list[str]:
     """The experiment's recipe as overrides: the tiny model, its tasks copied under `root`, a speed-aware
-    CPU-modelled verifier; with `taught_wrong`, each task's copy also holds a wrong solution to learn in SFT."""
+    CPU-modelled verifier; with `taught_wrong`, each task's copy also holds a wrong solution to learn in SFT, so
+    the warm start writes it about as often as the fused one and the correct rate has room to rise."""
     for name in tasks:
-        shutil.copytree(library_path() / name, root / "tasks" / name, dirs_exist_ok=True)
-        wrong = TAUGHT_WRONG / name / "solution_wrong.py"
-        if taught_wrong:
-            if not wrong.is_file():
-                raise SystemExit(f"--taught-wrong: no {wrong}; it has {sorted(p.name for p in TAUGHT_WRONG.iterdir())}")
-            shutil.copy(wrong, root / "tasks" / name / wrong.name)
-        else:
-            (root / "tasks" / name / wrong.name).unlink(missing_ok=True)
+        copy = root / "tasks" / name
+        shutil.copytree(library_path() / name, copy, dirs_exist_ok=True)
+        (copy / "solution_wrong.py").unlink(missing_ok=True)
+        if not taught_wrong:
+            continue
+        if name not in TAUGHT_WRONG:
+            raise SystemExit(f"--taught-wrong: no wrong answer for {name}; there is one for {sorted(TAUGHT_WRONG)}")
+        right, wrong = TAUGHT_WRONG[name]
+        fused = (copy / "solution_fused.py").read_text()
+        assert fused.count(right) == 1, f"{name}'s fused solution no longer holds {right!r} once"
+        (copy / "solution_wrong.py").write_text(fused.replace(right, wrong))
     return [
         *tiny_recipe_overrides(root),
         f"sft.epochs={epochs}",
@@ -363,9 +372,7 @@ def main() -> None:
     ap.add_argument("--val-samples", type=int, default=64, help="validation samples per task")
     ap.add_argument("--val-every", type=int, default=4, help="validate at step 0 and every this many steps")
     ap.add_argument("--tasks", nargs="+", default=["relu", "scale_shift"])
-    ap.add_argument(
-        "--taught-wrong", action="store_true", help="SFT also on a wrong answer per task (benchmarks/taught_wrong/)"
-    )
+    ap.add_argument("--taught-wrong", action="store_true", help="SFT also on a wrong answer per task (TAUGHT_WRONG)")
     ap.add_argument("--warm-start", default=None, help="SFT checkpoint folder shared by every job (made if missing)")
     ap.add_argument("--parallel", type=int, default=None, help="jobs at once (default: all)")
     ap.add_argument("--deadline-s", type=float, default=None, help="stop jobs still running after this many seconds")

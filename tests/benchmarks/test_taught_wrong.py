@@ -1,4 +1,4 @@
-"""The learning experiment's taught-wrong answers (benchmarks/taught_wrong/, `learning.py --taught-wrong`): each runs
+"""The learning experiment's taught-wrong answers (`benchmarks/learning.py --taught-wrong`): each runs
 and is judged wrong by the real verifier, not flagged as a hack, and the recipe puts it beside the shipped answers
 only when asked. A taught-wrong answer that was in fact correct would make the experiment's correct rate a lie."""
 
@@ -17,7 +17,7 @@ from learning import TAUGHT_WRONG, recipe
 
 pytestmark = pytest.mark.integration
 
-TASKS = sorted(p.name for p in TAUGHT_WRONG.iterdir() if p.is_dir())
+TASKS = sorted(TAUGHT_WRONG)
 CHEAP = VerifyOptions(device="cpu", num_correct_trials=1, measure_performance=False, measure_coverage=False)
 
 
@@ -31,7 +31,7 @@ def test_the_recipe_adds_the_wrong_answer_only_when_asked(tmp_path: Path):
 
 
 def test_an_unknown_task_is_refused_by_name(tmp_path: Path):
-    with pytest.raises(SystemExit, match="no .*add/solution_wrong.py"):
+    with pytest.raises(SystemExit, match="no wrong answer for add"):
         recipe(tmp_path, ["add"], epochs=1, taught_wrong=True)
 
 
