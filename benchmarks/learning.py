@@ -6,15 +6,23 @@ Ray cluster.
         [--samples 8] [--groups 4] [--val-samples 64] [--val-every 4] [--parallel 9] [--deadline-s 500] \\
         [--warm-start runs/learning-warm] [--out runs/learning]
 
-On the H200 host (16 CPU cores, the CPU-modelled verifier, the tiny policy on CPU; one call of at most 560 s; the
-warm start carried as the ignored folder runs/learning-warm, 0.5 MB, else made there first: 18 s on this box), at
-temperature 0.8, the setting where RL beat its control on Fast@1 on the 2-core box (BENCHMARKS.md, session 10):
+With `--taught-wrong` SFT also learns a wrong answer per task (`TAUGHT_WRONG`: the fused solution with one
+token's bug), so the warm start is correct about 2 times in 3 and RL has a correct rate to raise as well as a speed;
+`--eval-final` runs `drkernel eval` on each final checkpoint with the validation's tasks, samples and seed and puts
+its fast@0 / fast@1 beside the job's last `val/fast@0` / `val/fast@1`. The setting where RL beat its control on both
+(BENCHMARKS.md, session 11; 3,220 s on the 2-core box at parallel 2, about 500 s a job):
 
-    bash .device-site/install.sh >/dev/null 2>&1; tar -C /tmp/site -xJf .device-site/verl.tar.xz; \
-    export PYTHONPATH=/tmp/site:$PWD TRITON_INTERPRET=1; \
-    timeout 530 python3 benchmarks/learning.py --seeds 0 1 2 3 --lrs 1e-4 --steps 12 --samples 8 --groups 2 \
-        --temperature 0.8 --val-samples 32 --val-every 4 --parallel 8 --deadline-s 470 \
-        --warm-start runs/learning-warm --out $OUT/learning
+    TRITON_INTERPRET=1 python benchmarks/learning.py --taught-wrong --eval-final --seeds 0 1 2 3 --lrs 1e-4 2e-4 \\
+        --steps 8 --samples 8 --groups 2 --temperature 0.8 --val-samples 24 --val-every 4 --parallel 2
+
+On the H200 host (16 CPU cores, the CPU-modelled verifier, the tiny policy on CPU; one call of at most 560 s; the
+warm start carried as an ignored folder, 0.5 MB, else made there first: 18 s on this box), not run yet:
+
+    bash .device-site/install.sh >/dev/null 2>&1; tar -C /tmp/site -xJf .device-site/verl.tar.xz; \\
+    export PYTHONPATH=/tmp/site:$PWD TRITON_INTERPRET=1; \\
+    timeout 530 python3 benchmarks/learning.py --taught-wrong --seeds 0 1 2 3 --lrs 1e-4 --steps 12 --samples 8 \\
+        --groups 2 --temperature 0.8 --val-samples 32 --val-every 4 --parallel 8 --deadline-s 470 \\
+        --warm-start runs/learning-warm-tw --out $OUT/learning
 
 Every job logs `train/update_logp_pos` / `train/update_logp_neg` (`trainer.measure_update_effect`): the mean
 change of a trained turn's summed log-prob made by each step, by the trainer's own forward pass, among positive-
@@ -30,11 +38,10 @@ What makes a difference visible if there is one:
   on a proportion), and learning rates side by side (`--lrs`) against one control per seed.
 - The warm start is built once (`--warm-start`, an SFT checkpoint folder; made there when missing) and shared by
   every job: the tiny recipe's 64-wide Qwen3, SFT on one thread on both solutions of `relu` and `scale_shift`,
-  simple and fused, for `--sft-epochs` (160: about 60% of first answers correct at temperature 1, about 20%
-  fused; BENCHMARKS.md). Every answer copies its solution at p > 0.9 but for the one token that picks simple or
-  fused; at temperature 1 the wrong answers are long-tail accidents, whose large negative steps also lower the
-  right answers, so RL falls below its control there; `--temperature 0.8` removes most of them
-  (benchmarks/warm_start_probe.py measures this per checkpoint and temperature).
+  simple and fused (and with `--taught-wrong` the wrong one), for `--sft-epochs` (160). Every answer copies its
+  solution at p > 0.9 but for the tokens that choose between the answers; at temperature 1 untaught wrong answers
+  are long-tail accidents, whose large negative steps also lower the right answers; `--temperature 0.8` removes
+  most of them (benchmarks/warm_start_probe.py measures this per checkpoint and temperature).
 - Each job is its own driver process (a TrainJob) on the script's Ray cluster with its own policy and verifier
   Serve apps, `--parallel` of them at once; `--deadline-s` stops jobs still running (they clean up) and the
   summary uses what they logged.
