@@ -28,7 +28,7 @@ def _cfg(overrides: list[str], *extra: str) -> TrainConfig:
     return load_config(TrainConfig, None, [*overrides, *extra])
 
 
-def _scrape_until(url: str, pattern: str, timeout_s: float = 90.0) -> str:
+def _scrape_until(url: str, pattern: str, timeout_s: float = 300.0) -> str:
     """The node's Prometheus text once a line matches `pattern` (the agent exports about every second)."""
     import httpx
 
@@ -82,8 +82,8 @@ def test_job_runs_every_actor_and_pushes_bit_identical_weights(ray_cluster, tiny
         job.setup()
         job.run()
         trainer_sum = __import__("ray").get(job.ranks[0].checksum.remote())
-        replica_sums = policy_handle(cfg.policy.app_name).broadcast("state_checksum").results(timeout_s=60)
-        versions = policy_handle(cfg.policy.app_name).broadcast("version").results(timeout_s=60)
+        replica_sums = policy_handle(cfg.policy.app_name).broadcast("state_checksum").results(timeout_s=180)
+        versions = policy_handle(cfg.policy.app_name).broadcast("version").results(timeout_s=180)
         # the actors' own dashboard series, tagged with the run (its folder's name), on the node's endpoint
         exported = _scrape_until(ray_cluster["metrics_url"], r'^ray_drkernel_trainer_version\{.*run="run".*\} 2\.0')
     finally:
