@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -69,6 +70,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -237,26 +240,21 @@ def start_cluster(num_cpus: int) -> tuple[str, int]:
     return info.address_info["gcs_address"], port
 
 
-def run_jobs(jobs: dict[str, list[str]], root: Path, address: str, parallel: int, deadline: float) -> dict[str, dict]:
-    """Every job as a child process, `parallel` at once; past `deadline` (monotonic) the rest are stopped."""
-    waiting = list(jobs)
+def run_processes(
+    starts: dict[str, Callable[[], subprocess.Popen]], parallel: int, deadline: float = math.inf
+) -> Iterator[tuple[str, int | None, float]]:
+    """Start each named process, `parallel` at once, and yield (name, return code, wall seconds) as each ends;
+    past `deadline` (monotonic) the running ones get SIGINT (their cleanup runs; killed after 30 s) and the ones
+    never started are yielded with return code None."""
+    waiting = list(starts)
     running: dict[str, tuple[subprocess.Popen, float]] = {}
-    done: dict[str, dict] = {}
-    env = {**os.environ, "RAY_ADDRESS": address}
     while waiting or running:
         while waiting and len(running) < parallel and time.monotonic() < deadline:
             name = waiting.pop(0)
-            out = root / name
-            shutil.rmtree(out, ignore_errors=True)
-            out.mkdir(parents=True)
-            spec = root / f"{name}.json"  # not with_suffix: a rate's dot would be taken for one
-            spec.write_text(json.dumps({"address": address, "overrides": [*jobs[name], f"trainer.output_dir={out}"]}))
-            log = (root / f"{name}.log").open("w")
-            cmd = [sys.executable, __file__, "--run-one", str(spec)]
-            running[name] = (subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), time.monotonic())
+            running[name] = (starts[name](), time.monotonic())
         if time.monotonic() >= deadline:
             for name in waiting:
-                done[name] = {"status": "not started (deadline)", "wall_s": 0.0, "rows": []}
+                yield name, None, 0.0
             waiting = []
             for proc, _ in running.values():
                 if proc.poll() is None:
@@ -268,64 +266,86 @@ def run_jobs(jobs: dict[str, list[str]], root: Path, address: str, parallel: int
                     proc.kill()
                     proc.wait()
         for name, (proc, t0) in list(running.items()):
-            if proc.poll() is None:
-                continue
-            del running[name]
-            status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
-            rows = read_rows(root / name)
-            done[name] = {"status": status, "wall_s": round(time.monotonic() - t0, 1), "rows": rows}
-            vals = sorted(val_steps(rows))
-            print(
-                f"{name:18s} {status:8s} {done[name]['wall_s']:5.0f} s, {trained_steps(rows)} steps, validations at "
-                f"steps {vals}: correct " + ", ".join(f"{r['val/fast@0']:.3f}" for r in rows if "val/fast@0" in r),
-                flush=True,
-            )
+            if proc.poll() is not None:
+                del running[name]
+                yield name, proc.returncode, round(time.monotonic() - t0, 1)
         time.sleep(1.0)
+
+
+def run_jobs(jobs: dict[str, list[str]], root: Path, address: str, parallel: int, deadline: float) -> dict[str, dict]:
+    """Every job as a child process, `parallel` at once; past `deadline` (monotonic) the rest are stopped."""
+    env = {**os.environ, "RAY_ADDRESS": address}
+
+    def start(name: str) -> subprocess.Popen:
+        out = root / name
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        spec = root / f"{name}.json"  # not with_suffix: a rate's dot would be taken for one
+        spec.write_text(json.dumps({"address": address, "overrides": [*jobs[name], f"trainer.output_dir={out}"]}))
+        log = (root / f"{name}.log").open("w")
+        cmd = [sys.executable, __file__, "--run-one", str(spec)]
+        return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+    done: dict[str, dict] = {}
+    for name, code, wall in run_processes({n: partial(start, n) for n in jobs}, parallel, deadline):
+        if code is None:
+            done[name] = {"status": "not started (deadline)", "wall_s": 0.0, "rows": []}
+            continue
+        status = "ok" if code == 0 else f"exit {code}"
+        rows = read_rows(root / name)
+        done[name] = {"status": status, "wall_s": wall, "rows": rows}
+        print(
+            f"{name:18s} {status:8s} {wall:5.0f} s, {trained_steps(rows)} steps, validations at "
+            f"steps {sorted(val_steps(rows))}: correct "
+            + ", ".join(f"{r['val/fast@0']:.3f}" for r in rows if "val/fast@0" in r),
+            flush=True,
+        )
     return done
 
 
-def eval_final(done: dict[str, dict], jobs: dict[str, list[str]], root: Path, address: str, parallel: int, a) -> None:
-    """`drkernel eval` of each finished job's final checkpoint, on the validation's tasks, samples, turns,
-    temperature and seed; the result sits beside the job's own last validation (`done[name]["eval"]`)."""
+def last_validation(rows: list[dict]) -> dict:
+    """The job's last logged validation row (every finished job has step 0's)."""
+    return [r for r in rows if "val/fast@0" in r][-1]
+
+
+def eval_final(
+    done: dict[str, dict], jobs: dict[str, list[str]], root: Path, address: str, parallel: int, tasks: list[str], k: int
+) -> None:
+    """`drkernel eval` of each finished job's final checkpoint, on the validation's tasks, samples (`k`), turns,
+    temperature and seed (the job's own overrides; eval names its own apps); the result sits beside the job's own
+    last validation (`done[name]["eval"]`)."""
     from drkernel.train.checkpoint import latest_checkpoint
 
-    waiting = [n for n, r in done.items() if r["status"] == "ok" and latest_checkpoint(root / n / "checkpoints")]
-    running: dict[str, tuple[subprocess.Popen, Path]] = {}
-    while waiting or running:
-        while waiting and len(running) < parallel:
-            name = waiting.pop(0)
-            ckpt = latest_checkpoint(root / name / "checkpoints")
-            out = root / f"{name}-eval"
-            shutil.rmtree(out, ignore_errors=True)
-            overrides = [o for o in jobs[name] if not o.startswith(("policy.app_name", "policy.route_prefix"))]
-            cmd = [
-                sys.executable, "-m", "pipelines.cli", "eval", "--policy", str(ckpt / "model"), "--out", str(out),
-                "--tasks", ",".join(a.tasks), "--k", str(a.val_samples), "--address", address, *overrides,
-            ]  # fmt: skip
-            log = (root / f"{name}-eval.log").open("w")
-            proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
-            running[name] = (proc, ckpt)
-        for name, (proc, ckpt) in list(running.items()):
-            if proc.poll() is None:
-                continue
-            del running[name]
-            report = root / f"{name}-eval" / "report.json"
-            if proc.returncode != 0 or not report.is_file():
-                done[name]["eval"] = {"status": f"exit {proc.returncode}", "checkpoint": ckpt.name}
-                continue
-            best = json.loads(report.read_text())["summary"]["best"]
-            scores = {k: best[k.removeprefix("val/")] for k in EVAL_KEYS}
-            done[name]["eval"] = {"status": "ok", "checkpoint": ckpt.name, **scores}
-            job = [r for r in done[name]["rows"] if "val/fast@0" in r][-1]
-            print(
-                f"{name:18s} eval of {ckpt.name}: "
-                + ", ".join(
-                    f"{k} {done[name]['eval'][k]:.3f} (job's validation at step {job['step']}: {job[k]:.3f})"
-                    for k in EVAL_KEYS
-                ),
-                flush=True,
-            )
-        time.sleep(1.0)
+    ckpts = {n: latest_checkpoint(root / n / "checkpoints") for n, r in done.items() if r["status"] == "ok"}
+    ckpts = {n: c for n, c in ckpts.items() if c is not None}
+
+    def start(name: str) -> subprocess.Popen:
+        out = root / f"{name}-eval"
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = [
+            sys.executable, "-m", "pipelines.cli", "eval", "--policy", str(ckpts[name] / "model"), "--out", str(out),
+            "--tasks", ",".join(tasks), "--k", str(k), "--address", address, *jobs[name],
+        ]  # fmt: skip
+        log = (root / f"{name}-eval.log").open("w")
+        return subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+
+    for name, code, _ in run_processes({n: partial(start, n) for n in ckpts}, parallel):
+        report = root / f"{name}-eval" / "report.json"
+        if code != 0 or not report.is_file():
+            done[name]["eval"] = {"status": f"exit {code}", "checkpoint": ckpts[name].name}
+            continue
+        best = json.loads(report.read_text())["summary"]["best"]
+        done[name]["eval"] = {"status": "ok", "checkpoint": ckpts[name].name}
+        done[name]["eval"].update({key: best[key.removeprefix("val/")] for key in EVAL_KEYS})
+        job = last_validation(done[name]["rows"])
+        print(
+            f"{name:18s} eval of {ckpts[name].name}: "
+            + ", ".join(
+                f"{key} {done[name]['eval'][key]:.3f} (job's validation at step {job['step']}: {job[key]:.3f})"
+                for key in EVAL_KEYS
+            ),
+            flush=True,
+        )
 
 
 def eval_lines(done: dict[str, dict]) -> list[str]:
@@ -341,7 +361,7 @@ def eval_lines(done: dict[str, dict]) -> list[str]:
         if ev["status"] != "ok":
             lines.append(f"| {name} | {ev['checkpoint']} | eval {ev['status']} | |")
             continue
-        job = [row for row in r["rows"] if "val/fast@0" in row][-1]
+        job = last_validation(r["rows"])
         cells = [f"{job[k]:.3f} / {ev[k]:.3f}" for k in EVAL_KEYS]
         lines.append(f"| {name} | {ev['checkpoint']} (validated at step {job['step']}) | {' | '.join(cells)} |")
     return lines
@@ -451,7 +471,7 @@ def main() -> None:
         jobs = {n: [*o, f"policy.http_port={port}"] for n, o in jobs.items()}
         done = run_jobs(jobs, root, address, parallel, deadline)
         if a.eval_final:
-            eval_final(done, jobs, root, address, parallel, a)
+            eval_final(done, jobs, root, address, parallel, a.tasks, a.val_samples)
     finally:
         serve.shutdown()
         ray.shutdown()
