@@ -30,6 +30,7 @@ from torch.distributed.checkpoint.state_dict import (
 
 from actors.weight_sync import ReplicaSet, ServeReplicas, WeightPublisher, weight_store
 from drkernel.config.train import TrainConfig
+from drkernel.model.attention import fused_only
 from drkernel.model.weights import state_checksum
 from drkernel.placement import ray_options, resolve_kind
 from drkernel.rl.filters import GroupVarianceFilter
@@ -47,6 +48,7 @@ from drkernel.rollout.types import Trajectory
 from drkernel.train import checkpoint as ckpt
 from drkernel.train.backend import TrainBackend, choose_backend
 from drkernel.train.batch_report import batch_report
+from drkernel.train.sharding import compute_dtype, needs_fsdp, shard_policy
 from drkernel.verify.devices import probe_availability
 from serve_apps.run_metrics import TRAINER_KEYS, TRAINER_SERIES, RunGauges, run_name
 
@@ -78,7 +80,9 @@ class TrainerWorker:
         self.cfg = TrainConfig.model_validate(config)
         self.model_path = model_path
         self.rank, self.world_size = rank, world_size
-        self.backend: TrainBackend = choose_backend(self.cfg.trainer.device, world_size, probe_availability())
+        self.backend: TrainBackend = choose_backend(
+            self.cfg.trainer.device, world_size, probe_availability(), needs_fsdp(self.cfg.trainer)
+        )
         if self.cfg.trainer.num_threads:
             torch.set_num_threads(self.cfg.trainer.num_threads)
         self.step = 0  # optimizer updates done
@@ -112,19 +116,17 @@ class TrainerWorker:
         self.device = torch.device(self.backend.device, 0) if self.backend.device != "cpu" else torch.device("cpu")
         torch.manual_seed(tc.seed)
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
-        self.model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=getattr(torch, tc.dtype))
+        self.model = AutoModelForCausalLM.from_pretrained(
+            self.model_path, dtype=getattr(torch, tc.dtype), attn_implementation="sdpa"
+        )
         self.model.config.use_cache = False
         if tc.gradient_checkpointing:  # non-reentrant: the form FSDP2 supports
             self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        self.scorer = ResponseScorer(self.model)
+        self.scorer = ResponseScorer(
+            self.model, tc.lm_head_chunk_tokens, fused_only(self.backend.device, compute_dtype(tc))
+        )
         if self.backend.fsdp:
-            from torch.distributed.device_mesh import init_device_mesh
-            from torch.distributed.fsdp import fully_shard
-
-            mesh = init_device_mesh(self.backend.device, (self.world_size,))
-            for layer in self.model.get_decoder().layers:
-                fully_shard(layer, mesh=mesh)
-            fully_shard(self.scorer, mesh=mesh)
+            shard_policy(self.scorer, list(self.model.get_decoder().layers), tc, self.backend.device, self.world_size)
         else:
             self.scorer.to(self.device)
         self.scorer.train()
@@ -329,6 +331,6 @@ def create_trainer_group(config: TrainConfig, model_path: str) -> list[Any]:
     data = config.model_dump(mode="json")
     data["trainer"]["device"] = kind
     ranks = [TrainerActor.options(**options).remote(data, model_path, r, tc.num_workers) for r in range(tc.num_workers)]
-    addr, port = ray.get(ranks[0].rendezvous_address.remote()) if tc.num_workers > 1 else (None, None)
+    addr, port = ray.get(ranks[0].rendezvous_address.remote())  # a one-rank FSDP2 trainer needs a group too
     ray.get([r.setup.remote(addr, port) for r in ranks])
     return ranks

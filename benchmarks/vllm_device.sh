@@ -21,9 +21,12 @@ case "${1:?verl | part1 | part2 | run CMD}" in
       -d "$w" verl==0.9.1 codetiming==1.4.0 omegaconf==2.3.0 tensordict==0.10.0 pyvers==0.2.3 dill==0.4.1 \
       datasets==5.2.0 multiprocess==0.70.19 orjson==3.13.0 importlib_metadata zipp
     for f in "$w"/*.whl; do unzip -q -o "$f" -d "$t"; done
-    # omegaconf's antlr4 runtime 4.9.3 has no wheel: its pure-Python package from this machine's install
-    site=$(python3 -c "import antlr4, os; print(os.path.dirname(os.path.dirname(antlr4.__file__)))")
-    cp -r "$site"/antlr4 "$site"/antlr4_python3_runtime-4.9.3.dist-info "$t"/
+    # omegaconf pins the antlr4 runtime 4.9.3, which has no wheel: its source package is pure Python, so the
+    # package folder is taken from it (the host's own antlr4, if any, may be another version)
+    s=$(mktemp -d)
+    python3 -m pip download -q --no-deps --no-binary=:all: -d "$s" antlr4-python3-runtime==4.9.3
+    tar -C "$s" -xzf "$s"/antlr4-python3-runtime-4.9.3.tar.gz
+    cp -r "$s"/antlr4-python3-runtime-4.9.3/src/antlr4 "$t"/ && rm -rf "$s"
     mkdir -p .device-site && tar -C "$t" -cf - . | xz -T0 -6 > .device-site/verl.tar.xz && rm -rf "$w" "$t"
     ls -la .device-site ;;
   part1) mkdir -p /tmp/site/vllm && xz -T0 -dc .vc1/_C_stable_libtorch.abi3.so.xz > /tmp/site/vllm/_C_stable_libtorch.abi3.so

@@ -121,7 +121,19 @@ class TrainerConfig(StrictModel):
 
     total_steps: int = Field(30, ge=1, description="optimizer steps of the run")
     device: DeviceName = Field("auto", description="trainer device: auto picks cuda, then npu, then cpu")
-    dtype: Literal["float32", "bfloat16"] = Field("float32", description="parameter dtype while training")
+    dtype: Literal["float32", "bfloat16"] = Field(
+        "float32", description="master weights, gradients and AdamW states (FSDP2's sharded parameters)"
+    )
+    compute_dtype: Literal["float32", "bfloat16"] | None = Field(
+        None, description="parameters and activations in forward/backward (FSDP2 MixedPrecisionPolicy); null = dtype"
+    )
+    offload_optimizer: bool = Field(
+        False,
+        description="keep the sharded parameters, gradients and AdamW states on the host (FSDP2 CPUOffloadPolicy)",
+    )
+    lm_head_chunk_tokens: int = Field(
+        1024, ge=1, description="response tokens per LM-head chunk (log-probs recomputed in backward, no full logits)"
+    )
     num_workers: int = Field(1, ge=1, description="trainer ranks (FSDP2 over torch.distributed when > 1)")
     lr: float = Field(
         1e-5, ge=0, description="AdamW learning rate (constant after warmup); 0 = a control that never learns"

@@ -9,10 +9,11 @@
 4. A grad pass per micro-batch: dual-clip PPO loss (drkernel.rl.loss, verl's core_algos), backward.
 5. Clip the gradient norm, step (skipped when the norm is not finite or nothing survived rejection).
 
-Log-probs are computed only at response positions: the LM head runs on those hidden states alone, as in
-SFT, so the full [B, S, V] logits never exist. Logits are divided by the sampling temperature, matching
-the engine's log-probs of the processed distribution (temperature is the only processor the rollout uses
-when top_k = 0 and top_p = 1).
+Log-probs are computed only at response positions, and there in chunks of `chunk_tokens` through verl's
+FusedLinearForPPO, which recomputes each chunk's logits in backward: neither the [B, S, V] logits nor the
+[R, V] logits of all R response tokens ever exist, only one chunk's in fp32. Logits are divided by the
+sampling temperature, matching the engine's log-probs of the processed distribution (temperature is the only
+processor the rollout uses when top_k = 0 and top_p = 1).
 
 With data parallelism (FSDP2) every rank must run the same number of forward passes: ranks with fewer
 micro-batches run zero-weight dummy ones.
@@ -26,9 +27,10 @@ import time
 import torch
 import torch.distributed as dist
 from torch import nn
-from verl.utils.torch_functional import entropy_from_logits, logprobs_from_logits
+from verl.utils.experimental.torch_functional import FusedLinearForPPO
 
 from drkernel.config.algorithm import AlgorithmConfig
+from drkernel.model.attention import fused_attention
 from drkernel.rl.loss import policy_loss
 from drkernel.rl.mrs import mismatch_rejection, truncated_is_weights
 from drkernel.rl.step_batch import StepBatch
@@ -41,9 +43,11 @@ class ResponseScorer(nn.Module):
     and LM head that the decoder-layer shards do not cover.
     """
 
-    def __init__(self, policy: nn.Module) -> None:
+    def __init__(self, policy: nn.Module, chunk_tokens: int = 1024, fused_attention_only: bool = False) -> None:
         super().__init__()
         self.policy = policy
+        self.head = FusedLinearForPPO(chunk_size=chunk_tokens)
+        self.fused_attention_only = fused_attention_only  # drkernel.model.attention: no S x S math fallback
 
     def forward(
         self,
@@ -54,19 +58,19 @@ class ResponseScorer(nn.Module):
         with_entropy: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """[B, S] log p(input_ids[:, p] | prefix) where `targets[:, p]`, 0 elsewhere (p = 0 never counts)."""
-        hidden = self.policy.get_decoder()(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        with fused_attention(self.fused_attention_only):
+            hidden = self.policy.get_decoder()(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         keep = targets[:, 1:].bool()
-        logits = self.policy.get_output_embeddings()(hidden[:, :-1][keep]).float()
-        if temperature != 1.0:
-            logits = logits / temperature
-        logp = logprobs_from_logits(logits, input_ids[:, 1:][keep])
-        out = torch.zeros(input_ids.shape, dtype=logp.dtype, device=logp.device)
+        lm_head = self.policy.get_output_embeddings()
+        if getattr(lm_head, "bias", None) is not None:
+            raise ValueError("ResponseScorer's chunked LM head takes a head without bias (Qwen3's has none)")
+        logp, ent = self.head(hidden[:, :-1][keep], lm_head.weight, input_ids[:, 1:][keep], temperature)
+        out = torch.zeros(input_ids.shape, dtype=torch.float32, device=logp.device)
         out[:, 1:][keep] = logp
         entropy = None
         if with_entropy:
-            entropy = torch.zeros(input_ids.shape, dtype=logp.dtype, device=logp.device)
-            with torch.no_grad():
-                entropy[:, 1:][keep] = entropy_from_logits(logits.detach())
+            entropy = torch.zeros(input_ids.shape, dtype=torch.float32, device=logp.device)
+            entropy[:, 1:][keep] = ent.detach().float()
         return out, entropy
 
 

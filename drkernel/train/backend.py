@@ -4,6 +4,7 @@
     cpu,  n ranks -> gloo, FSDP2 over a CPU device mesh
     cuda, n ranks -> nccl, FSDP2 (1 rank: plain single device)
     npu,  n ranks -> hccl, FSDP2 (written against torch_npu's public API; not run on Ascend here)
+    1 rank with mixed precision or offload -> FSDP2 over a one-rank mesh (its policies need FSDP2)
 
 The device itself comes from drkernel.verify.devices.resolve_device (the project's one device chooser); verl's
 platform probe reports cuda/nccl even on a CPU-only host, so it is never asked.
@@ -29,11 +30,14 @@ class TrainBackend:
     world_size: int
 
 
-def choose_backend(requested: str, world_size: int, available: Mapping[str, bool]) -> TrainBackend:
-    """The backend for `world_size` ranks on `requested` (auto|cpu|cuda|npu) given what this host has."""
+def choose_backend(
+    requested: str, world_size: int, available: Mapping[str, bool], fsdp_policies: bool = False
+) -> TrainBackend:
+    """The backend for `world_size` ranks on `requested` (auto|cpu|cuda|npu) given what this host has;
+    `fsdp_policies`: the trainer asks for FSDP2 mixed precision or offload (drkernel.train.sharding)."""
     if world_size < 1:
         raise ValueError(f"trainer world size must be >= 1, got {world_size}")
     device = resolve_device(requested, available)
-    if world_size == 1:
+    if world_size == 1 and not fsdp_policies:
         return TrainBackend(device, None, False, 1)
     return TrainBackend(device, DIST_BACKEND[device], True, world_size)

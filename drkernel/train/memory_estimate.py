@@ -4,16 +4,28 @@ An 8B recipe that cannot fit should fail in `--dry-run`, naming the numbers, not
 device OOM. The counts follow what this project's code does (actors/trainer.py, drkernel/rl/update.py,
 serve_apps/vllm_engine.py), not a general model of every framework:
 
-trainer rank (FSDP2 over `trainer.num_workers` ranks; no offload):
-    parameters, gradients      P * e / W each              (e: bytes of trainer.dtype, W: ranks)
-    AdamW states               2 * P * e / W               (torch keeps exp_avg and exp_avg_sq in the param dtype)
-    gathered weights           W > 1: the root group (embeddings, LM head) + two decoder layers (one prefetched)
-    activations per micro-batch, T = micro_batch_size * max_context_tokens tokens:
-        one layer's saved tensors  T * e * (4h + 2q + 2kv + 4i)  (norm in/out x2, q, k, v, attention out; MLP gate,
-                                                                 up, act(gate), product; q = heads*d, kv = kv_heads*d)
-        every layer's                L * that, or with gradient checkpointing L * T * h * e (layer inputs) + one
-        LM head on response tokens   R * V * (e + 4 [fp32 copy unless e = 4] + 4 [log-softmax] + 4 [its gradient])
-                                     with R = micro_batch_size * max_new_tokens
+trainer rank (W = trainer.num_workers ranks, P parameters; e: bytes of trainer.dtype, the master weights;
+c: bytes of the compute dtype, trainer.compute_dtype or e; T = micro_batch_size * max_context_tokens tokens,
+R = micro_batch_size * max_new_tokens response tokens, h hidden, V vocabulary, E = embedding (+ LM head)):
+    resident between steps (drkernel.train.sharding; on the host with trainer.offload_optimizer)
+        parameters                 P * e / W
+        AdamW states               2 * P * e / W    (torch keeps exp_avg and exp_avg_sq in the parameter dtype)
+    a step adds, at its largest moment (the largest of three, the others in the notes):
+        gathered weights           FSDP2 (W > 1, mixed precision or offload): the root group E * c, kept through
+                                   forward and backward, + two decoder layers * c (one prefetched)
+        layer inputs               gradient checkpointing: L * T * h * c; without: every layer's saved tensors
+        LM head backward           the response hidden states and their gradient 2 * R * h * c, one chunk of
+                                   logits in fp32 with its softmax, one-hot and gradient (4 * chunk * V * 4), the
+                                   LM head's gradient V * h * c (verl's FusedLinearForPPO)
+        a layer's backward         its recomputed saved tensors T * c * (4h + 2q + 2kv + 4i) (norm in/out x2, q,
+                                   k, v, attention out; MLP gate, up, act(gate), product), as much again for
+                                   their gradients, the residual stream's gradient T * h * c
+        end of backward            every sharded gradient P * e / W, the root group's unsharded gradient E * c
+                                   and its fp32 copy for the reduction (mixed precision)
+        optimizer step             the gradients and foreach AdamW's temporaries, as large again
+    attention: fused SDPA kernels keep O(S) per head; fp32 compute with grouped-query attention on an accelerator
+    takes PyTorch's math kernel, whose [heads, S, S] scores and probabilities (x micro-batch, fp32) are counted
+    in a layer's backward (drkernel.model.attention)
 policy replica:
     vLLM engines    weights P * e, and the KV cache is what gpu_memory_utilization * device memory leaves (or
                     vllm.kv_cache_memory_gb); it must hold one max_model_len sequence or vLLM refuses to start
@@ -28,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from drkernel.config.train import ModelShapeConfig, TrainConfig
+from drkernel.train.sharding import needs_fsdp
 
 GIB = 1 << 30
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2}
@@ -109,10 +122,17 @@ def layer_activation_bytes(s: ModelShapeConfig, tokens: int, dtype_bytes: int) -
     return tokens * dtype_bytes * (4 * s.hidden_size + 2 * q + 2 * kv + 4 * s.intermediate_size)
 
 
-def logit_bytes(s: ModelShapeConfig, response_tokens: int, dtype_bytes: int) -> int:
-    """LM head output on the response tokens, its fp32 copy, the log-softmax and its gradient."""
-    per_entry = dtype_bytes + (0 if dtype_bytes == 4 else 4) + 4 + 4
-    return response_tokens * s.vocab_size * per_entry
+def math_attention_bytes(s: ModelShapeConfig, sequences: int, length: int) -> int:
+    """PyTorch's math SDPA kernel in fp32: the [heads, S, S] scores and probabilities of one layer."""
+    return 2 * sequences * s.num_heads * length * length * 4
+
+
+def lm_head_bytes(s: ModelShapeConfig, response_tokens: int, chunk_tokens: int, compute_bytes: int) -> int:
+    """The chunked LM head's backward: response hidden states and their gradient, one chunk's fp32 logits,
+    softmax, one-hot and logit gradient, and the head's weight gradient."""
+    chunk = min(chunk_tokens, response_tokens)
+    hidden = 2 * response_tokens * s.hidden_size * compute_bytes
+    return hidden + 4 * chunk * s.vocab_size * 4 + s.vocab_size * s.hidden_size * compute_bytes
 
 
 @dataclass(frozen=True)
@@ -181,27 +201,64 @@ def _budget(device: str, share: float, device_memory: int | None) -> int | None:
     return None if device == "cpu" or device_memory is None else int(share * device_memory)
 
 
+RESIDENT = ("parameters", "AdamW states")
+
+
+def resident_parts(role: RoleEstimate) -> dict[str, int]:
+    """The trainer parts that stay on the device between steps."""
+    return {k: v for k, v in role.parts.items() if k in RESIDENT}
+
+
 def _trainer(cfg: TrainConfig, s: ModelShapeConfig, device_memory: int | None) -> RoleEstimate:
-    tc, e = cfg.trainer, DTYPE_BYTES[cfg.trainer.dtype]
+    tc = cfg.trainer
+    e, c = DTYPE_BYTES[tc.dtype], DTYPE_BYTES[tc.compute_dtype or tc.dtype]
     world, p = tc.num_workers, parameter_count(s)
+    fsdp = world > 1 or needs_fsdp(tc)
     tokens = tc.micro_batch_size * cfg.rollout.max_context_tokens
     response = tc.micro_batch_size * cfg.rollout.max_new_tokens
-    one_layer = layer_activation_bytes(s, tokens, e)
-    if tc.gradient_checkpointing:
-        layers = s.num_layers * tokens * s.hidden_size * e + one_layer
-    else:
-        layers = s.num_layers * one_layer
-    parts = {
-        "parameters": p * e // world,
-        "gradients": p * e // world,
-        "AdamW states": 2 * p * e // world,
+    one_layer = layer_activation_bytes(s, tokens, c)
+    layer_inputs = s.num_layers * (tokens * s.hidden_size * c if tc.gradient_checkpointing else one_layer)
+    notes = []
+    attention = 0
+    math_kernel = tc.device != "cpu" and c == 4 and s.num_kv_heads != s.num_heads
+    if math_kernel:
+        attention = math_attention_bytes(s, tc.micro_batch_size, cfg.rollout.max_context_tokens)
+        notes.append(f"fp32 compute with grouped-query attention: PyTorch's math SDPA kernel, {gib(attention)} a layer")
+    host = tc.offload_optimizer
+    resident = {"parameters": 0 if host else p * e // world, "AdamW states": 0 if host else 2 * p * e // world}
+    if host:
+        notes.append(
+            f"offloaded to the host: parameters and gradients {gib(2 * p * e // world)}, AdamW states "
+            f"{gib(2 * p * e // world)}"
+        )
+    gathered = (embedding_parameters(s) + 2 * layer_parameters(s)) * c if fsdp else 0
+    grads = 0 if host else p * e // world
+    root_grads = embedding_parameters(s) * (c + (4 if c != e else 0)) if fsdp else embedding_parameters(s) * c
+    layer_grads = layer_parameters(s) * c
+    moments = {
+        "LM head backward": {
+            "layer inputs": layer_inputs,
+            "LM head": lm_head_bytes(s, response, tc.lm_head_chunk_tokens, c),
+        },
+        "a layer's backward": {
+            "layer inputs": layer_inputs,
+            "recomputed layer": (2 * one_layer if tc.gradient_checkpointing else one_layer) + attention,
+            "residual gradient": tokens * s.hidden_size * c,
+            "LM head gradient": s.vocab_size * s.hidden_size * c + layer_grads,
+        },
+        "end of backward": {"gradients": grads, "root gradients": root_grads},
+        "optimizer step": {"gradients": grads, "AdamW temporaries": grads},
     }
-    if world > 1:
-        parts["gathered weights (FSDP2)"] = (embedding_parameters(s) + 2 * layer_parameters(s)) * e
-    parts[f"activations ({tokens} tokens/micro-batch)"] = layers
-    parts[f"LM head + log-probs ({response} tokens)"] = logit_bytes(s, response, e)
+    if gathered:  # resharded once backward is done
+        for name in ("LM head backward", "a layer's backward", "end of backward"):
+            moments[name]["gathered weights (FSDP2)"] = gathered
+    sizes = {name: sum(parts.values()) for name, parts in moments.items()}
+    largest = max(sizes, key=sizes.get)
+    notes += [f"step moment {name}: {gib(size)}" for name, size in sizes.items() if name != largest]
+    parts = {**resident, **{f"{largest}: {k}": v for k, v in moments[largest].items()}}
     budget = _budget(tc.device, tc.accelerators_per_worker, device_memory)
-    return RoleEstimate(f"trainer rank (x{world}, {tc.dtype})", parts, budget)
+    dtype = tc.dtype if c == e else f"{tc.dtype} master, {tc.compute_dtype} compute"
+    return RoleEstimate(f"trainer rank (x{world}, {dtype})", parts, budget, notes)
 
 
 def _policy(cfg: TrainConfig, s: ModelShapeConfig, device_memory: int | None) -> tuple[RoleEstimate, list[str]]:

@@ -32,6 +32,8 @@ def test_backend_choice_per_device_and_rank_count():
     assert choose_backend("auto", 1, CPU_ONLY) == choose_backend("cpu", 1, CPU_ONLY)
     single = choose_backend("cpu", 1, CPU_ONLY)
     assert (single.device, single.dist_backend, single.fsdp) == ("cpu", None, False)
+    mixed = choose_backend("cpu", 1, CPU_ONLY, fsdp_policies=True)  # mixed precision or offload: FSDP2 on one rank
+    assert (mixed.dist_backend, mixed.fsdp, mixed.world_size) == ("gloo", True, 1)
     gloo = choose_backend("auto", 2, CPU_ONLY)
     assert (gloo.device, gloo.dist_backend, gloo.fsdp) == ("cpu", "gloo", True)
     gpus = {"cpu": True, "cuda": True, "npu": False}

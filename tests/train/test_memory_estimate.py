@@ -16,8 +16,10 @@ from drkernel.train.memory_estimate import (
     hf_config_fields,
     kv_bytes_per_token,
     layer_activation_bytes,
-    logit_bytes,
+    lm_head_bytes,
+    math_attention_bytes,
     parameter_count,
+    resident_parts,
 )
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -50,8 +52,12 @@ def test_counts_by_hand():
     assert kv_bytes_per_token(SMALL, 2) == 2 * 2 * 1 * 4 * 2 == 32
     # per token: 4h + 2q + 2kv + 4i = 32 + 16 + 8 + 64 = 120 elements
     assert layer_activation_bytes(SMALL, tokens=10, dtype_bytes=4) == 10 * 4 * 120
-    assert logit_bytes(SMALL, response_tokens=5, dtype_bytes=2) == 5 * 32 * (2 + 4 + 4 + 4)
-    assert logit_bytes(SMALL, response_tokens=5, dtype_bytes=4) == 5 * 32 * (4 + 4 + 4)
+    # response hidden states and their gradient, one chunk of 3 x fp32 logits x 4, the head's gradient
+    assert (
+        lm_head_bytes(SMALL, response_tokens=5, chunk_tokens=3, compute_bytes=2)
+        == 2 * 5 * 8 * 2 + 4 * 3 * 32 * 4 + 32 * 8 * 2
+    )
+    assert math_attention_bytes(SMALL, sequences=1, length=10) == 2 * 2 * 10 * 10 * 4
     assert parameter_count(QWEN3_8B) == 8_190_735_360  # Qwen3-8B's safetensors total
 
 
@@ -71,15 +77,40 @@ def small_config(*overrides: str) -> TrainConfig:
 
 def test_trainer_rank_by_hand():
     trainer = estimate_memory(small_config()).roles[0]
-    # 1464 params fp32 over 2 ranks; gathered: embedding 256 + two layers 1200, fp32; activations 2 layers x 64
-    # tokens x 4 bytes x 120; logits 16 response tokens x 32 x 12 bytes
-    assert list(trainer.parts.values()) == [2928, 2928, 5856, 5824, 2 * 64 * 4 * 120, 16 * 32 * 12]
-    assert trainer.total == 85120
+    # 1464 params fp32 over 2 ranks: 2928 B of parameters, twice that of AdamW states, resident
+    assert resident_parts(trainer) == {"parameters": 2928, "AdamW states": 5856}
+    # the largest moment is a layer's backward: every layer's saved tensors (2 x 64 tokens x 4 B x 120), the one
+    # in backward (30720) plus the fp32 math kernel's scores and probabilities (GQA: 2 x 2 heads x 64^2 x 4), the
+    # residual gradient 64 x 8 x 4, the LM head's and one layer's gradient (32 x 8 + 600) x 4, gathered weights
+    # (embedding 256 + two layers 1200) x 4
+    step = {k: v for k, v in trainer.parts.items() if k not in resident_parts(trainer)}
+    assert step == {
+        "a layer's backward: layer inputs": 2 * 30720,
+        "a layer's backward: recomputed layer": 30720 + 65536,
+        "a layer's backward: residual gradient": 2048,
+        "a layer's backward: LM head gradient": 3424,
+        "a layer's backward: gathered weights (FSDP2)": 5824,
+    }
+    assert trainer.total == 8784 + 168992
+    assert any("math SDPA kernel" in n for n in trainer.notes)
+    # end of backward: sharded gradients, the root's gradient, gathered weights; AdamW: gradients and temporaries
+    assert "step moment end of backward: 0.00 GiB" in trainer.notes and len(trainer.notes) == 4
+
+    bf16 = estimate_memory(small_config("trainer.compute_dtype=bfloat16")).roles[0]
+    assert not any("math SDPA" in n for n in bf16.notes)  # fused kernels: no S x S
+    assert bf16.role == "trainer rank (x2, float32 master, bfloat16 compute)"
+    assert bf16.parts["a layer's backward: recomputed layer"] == 64 * 2 * 120
     checkpointed = estimate_memory(small_config("trainer.gradient_checkpointing=true")).roles[0]
-    # layer inputs kept (2 x 64 x 8 x 4) + one layer recomputed at a time (64 x 4 x 120)
-    assert checkpointed.parts["activations (64 tokens/micro-batch)"] == 4096 + 30720
+    # layer inputs kept (2 x 64 x 8 x 4); the layer in backward recomputed, its gradients as large again
+    assert checkpointed.parts["a layer's backward: layer inputs"] == 4096
+    assert checkpointed.parts["a layer's backward: recomputed layer"] == 2 * 30720 + 65536
     one_rank = estimate_memory(small_config("trainer.num_workers=1")).roles[0]
-    assert one_rank.parts["parameters"] == 1464 * 4 and "gathered weights (FSDP2)" not in one_rank.parts
+    assert one_rank.parts["parameters"] == 1464 * 4 and not any("gathered" in k for k in one_rank.parts)
+    mixed_one_rank = estimate_memory(small_config("trainer.num_workers=1", "trainer.compute_dtype=bfloat16")).roles[0]
+    assert any("gathered" in k for k in mixed_one_rank.parts)  # FSDP2 over a one-rank mesh
+    offload = estimate_memory(small_config("trainer.offload_optimizer=true")).roles[0]
+    assert resident_parts(offload) == {"parameters": 0, "AdamW states": 0}
+    assert any(n.startswith("offloaded to the host") for n in offload.notes)
 
 
 def test_vllm_policy_kv_cache_is_what_the_memory_share_leaves():
@@ -105,7 +136,8 @@ def test_the_paper_scale_configs_fit_and_what_does_not_is_named():
     one_rank = estimate_memory(load_config(TrainConfig, CONFIGS / "ascend_qwen3_8b.yaml", ["trainer.num_workers=1"]))
     (problem,) = one_rank.problems()
     # fp32 weights, gradients and two AdamW states of 8.19 B parameters alone are 122 GiB
-    assert problem.startswith("trainer rank (x1, float32) needs ") and "more than its 64.00 GiB" in problem
+    assert problem.startswith("trainer rank (x1, float32 master, bfloat16 compute) needs ")
+    assert "more than its 64.00 GiB" in problem
     assert "AdamW states 61.03 GiB" in problem
     crowded = estimate_memory(load_config(TrainConfig, CONFIGS / "ascend_qwen3_8b.yaml", ["policy.num_replicas=8"]))
     assert crowded.problems() == [
