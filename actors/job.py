@@ -27,6 +27,7 @@ import math
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from ray import serve
 
 from actors.prompt_source import PromptSource
 from actors.rollout_pool import RolloutPool, worker_factory
+from actors.scheduling_watch import STOP_SIGNAL, SchedulingWatch
 from actors.shared_folder import check_shared
 from actors.trainer import create_trainer_group
 from actors.trajectory_queue import TrajectoryQueue
@@ -44,9 +46,11 @@ from drkernel.log import Progress, get_logger, kv, serve_logging_config, setup_l
 from drkernel.placement import ray_options, resolve_kind
 from drkernel.sft.warm_start import with_sft_paths
 from drkernel.train.checkpoint import latest_checkpoint
+from drkernel.train.decisions import merge_rank_decisions
 from drkernel.train.metrics import MetricsWriter
 from drkernel.train.report import config_digest, speed_source, throughput
 from drkernel.train.run_folder import RunFolderError, inside_run, resolve_run_folder
+from drkernel.train.scheduling import fit_read_cpus
 from drkernel.train.stall import FlowCounts, diagnose_stall
 
 log = get_logger("train")
@@ -61,6 +65,10 @@ class JobStopped(BaseException):
 class JobStalled(RuntimeError):
     """No batch for trainer.stall_limit_s, or a group met infrastructure faults past its limit: the reason says
     which counts stopped moving."""
+
+
+class JobUnschedulable(JobStopped):
+    """Work of the job waited trainer.schedule_limit_s for resources the cluster never freed (SchedulingWatch)."""
 
 
 def _raise_stopped(signum: int, _frame: Any) -> None:
@@ -166,8 +174,15 @@ class TrainJob:
     """One training run; `main()` = setup, run, cleanup, returning the run's summary."""
 
     def __init__(
-        self, cfg: TrainConfig, resume: bool = False, address: str | None = None, allow_sft: bool = True
+        self,
+        cfg: TrainConfig,
+        resume: bool = False,
+        address: str | None = None,
+        allow_sft: bool = True,
+        on_report: Callable[[Path, str], None] | None = None,
     ) -> None:
+        """`on_report(run_folder, status)` writes the run's report (pipelines/report.py): on a resume, when the run
+        fails, stalls or is stopped (before cleanup: `ray job stop` leaves the driver little time) and at its end."""
         if resume and cfg.trainer.output_dir is None:
             raise RunFolderError("--resume needs the run folder to continue (--resume RUN_FOLDER)")
         cfg = with_sft_paths(absolute_paths(cfg, resolve_run_folder(cfg.trainer.output_dir, Path.cwd(), Path.home())))
@@ -189,6 +204,10 @@ class TrainJob:
         self.trained_group_ids: list[str] = []
         self.validator = None
         self.validations: list[dict[str, float]] = []  # the step-0 validation (later ones ride in their step's row)
+        self.on_report = on_report
+        self.watch: SchedulingWatch | None = None
+        self.read_cpus = cfg.rl_data.read_cpus  # fitted to the cluster in setup
+        self._failed_seen = 0
 
     # ---- setup ----------------------------------------------------------------------------------------------------
     def _start_ray(self) -> None:
@@ -215,6 +234,63 @@ class TrainJob:
             + c.rollout.num_workers * c.rollout.cpus_per_worker
             + c.rl_data.read_cpus  # at least one prompt-reading Ray Data task at a time
         )
+
+    def requests(self) -> dict[str, dict[str, float]]:
+        """What each part of the job asks the cluster for (accelerators by their resolved kind), for messages."""
+        c = self.cfg
+
+        def ask(n: int, cpus: float, device: str, share: float, what: str) -> tuple[str, dict[str, float]]:
+            res = {"CPU": n * cpus} | ({"GPU" if device == "cuda" else "NPU": n * share} if device != "cpu" else {})
+            return f"{n} {what}", res
+
+        parts = [
+            ask(
+                c.policy.num_replicas,
+                c.policy.cpus_per_replica,
+                c.policy.device,
+                c.policy.accelerators_per_replica,
+                "policy replica(s)",
+            ),
+            ask(
+                c.verifier.autoscaling.max_replicas,
+                c.verifier.cpus_per_replica,
+                "cpu",
+                0.0,
+                "verifier replica(s) at most",
+            ),
+            ask(
+                c.trainer.num_workers,
+                c.trainer.cpus_per_worker,
+                c.trainer.device,
+                c.trainer.accelerators_per_worker,
+                "trainer rank(s)",
+            ),
+            ask(c.rollout.num_workers, c.rollout.cpus_per_worker, "cpu", 0.0, "rollout worker(s)"),
+            ("prompt reads, per task", {"CPU": self.read_cpus}),
+        ]
+        return dict(parts)
+
+    def _fit_reads(self) -> None:
+        """rl_data.read_cpus, or what the cluster has left after this job's actors and replicas (down to the floor);
+        refuses, naming both numbers, when not even the floor fits."""
+        rl = self.cfg.rl_data
+        cluster = float(ray.cluster_resources().get("CPU", 0.0))
+        self.read_cpus = fit_read_cpus(cluster, self.reserved_cpus() - rl.read_cpus, rl.read_cpus, rl.read_cpus_floor)
+        if self.read_cpus < rl.read_cpus:
+            log.warning(
+                "prompt reads get %g CPU per task instead of rl_data.read_cpus=%g: the cluster's %g CPUs less the %g "
+                "this job's actors and replicas reserve",
+                self.read_cpus,
+                rl.read_cpus,
+                cluster,
+                self.reserved_cpus() - rl.read_cpus,
+            )
+
+    def _phase(self, name: str) -> None:
+        """Say what the job does now (stderr), and name it in any report of work waiting for resources."""
+        log.info("phase: %s", name)
+        if self.watch is not None:
+            self.watch.phase = name
 
     def _deploy(self, name: str, app: Any, route_prefix: str | None) -> None:
         if name in serve.status().applications:
@@ -259,11 +335,18 @@ class TrainJob:
         if self.resume and checkpoint is None:
             raise FileNotFoundError(f"--resume: no checkpoint under {self.out / 'checkpoints'}")
         self._start_ray()
-        log.info("run folder shared by all %d node(s) of the cluster", check_shared(self.out))
         self._resolve_devices()
+        self._fit_reads()
+        (self.out / "config.json").write_text(json.dumps(self.cfg.model_dump(mode="json"), indent=2))  # for the report
+        tc = self.cfg.trainer
+        self.watch = SchedulingWatch(self.requests(), tc.schedule_warn_s, tc.schedule_limit_s).start()
+        self._phase("checking the run folder on every node")
+        log.info("run folder shared by all %d node(s) of the cluster", check_shared(self.out))
         cfg = self.cfg
+        self._phase("policy weights (SFT warm start when this config has none)")
         model_path, self.sft_wall_s = resolve_model_path(cfg, self.allow_sft, on_cluster=True)
         self.prompts = prompt_file(cfg)
+        self._phase("deploying the verifier and policy Serve apps")
         serve.start(
             http_options={"host": cfg.policy.http_host, "port": cfg.policy.http_port},
             logging_config=serve_logging_config(cfg.logging.verbose),
@@ -281,6 +364,7 @@ class TrainJob:
         policy = policy_handle(cfg.policy.app_name)
         tokenizer = AutoTokenizer.from_pretrained(model_path)
 
+        self._phase("starting the trainer ranks, prompt source, trajectory queue and rollout workers")
         self.ranks = create_trainer_group(cfg, model_path)
         max_prompt = cfg.rl_data.max_prompt_tokens or cfg.rollout.max_context_tokens - cfg.rollout.min_generation_tokens
         self.source = PromptSource.remote(
@@ -292,13 +376,14 @@ class TrainJob:
                 "max_prompt_tokens": max_prompt,
                 "tokenizer": tokenizer,
                 "window_rows": cfg.rl_data.window_rows,
-                "task_cpus": cfg.rl_data.read_cpus,
+                "task_cpus": self.read_cpus,
             },
         )
         self.queue = TrajectoryQueue.remote(cfg.queue, cfg.trainer.publish_every, self.source, self.out.name)
         self._actors += [self.source, self.queue]
         ray.get([r.attach_policy.remote() for r in self.ranks])
         if checkpoint is not None:
+            self._phase(f"restoring {checkpoint.name}")
             self._restore(checkpoint)
         factory = worker_factory(
             self.queue,
@@ -367,6 +452,7 @@ class TrainJob:
             ray.get([r.publish_weights.remote() for r in self.ranks])
         ray.get(self.queue.set_version.remote(self.version))
         log.info("resumed from %s at step %d, policy version %d", path, self.step, self.version)
+        self._report(f"resumed at step {self.step}")
 
     # ---- run -------------------------------------------------------------------------------------------------------
     async def _pull(self, samples: int) -> dict[str, Any] | None:
@@ -422,14 +508,14 @@ class TrainJob:
         rollouts = asyncio.ensure_future(self.pool.wait())
         t_run, tokens = time.monotonic(), 0
         t_last, first_step = t_run, self.step
+        self._phase(f"RL steps {self.step + 1}-{cfg.trainer.total_steps}")
         bar = Progress(cfg.trainer.total_steps, "train steps", every_s=60.0, initial=self.step)  # + a line per step
         await self._reset_stall_watch()
         if self.validator is not None and self.step == 0:
             self.validations.append({"step": 0.0, **await self.validator.run()})
             self.writer.write(0, self.validations[-1])
         while self.step < cfg.trainer.total_steps:
-            dump = (self.step + 1) % cfg.logging.samples_every == 0
-            batch = await self._pull(cfg.logging.samples_per_dump if dump else 0)
+            batch = await self._pull(cfg.logging.report_samples_per_step)
             if batch is None:
                 if rollouts.done():
                     rollouts.result()  # re-raise a pool failure; else the prompts ran out
@@ -445,6 +531,7 @@ class TrainJob:
             if not self.nodes_used:  # every role has started by the first batch
                 self.nodes_used = self._placement()
             metrics = await self._train_once(batch, t_run, tokens)
+            metrics.update(await self._record_outcomes(batch))
             if self.validator is not None and self.validator.due(self.step):
                 metrics.update(await self.validator.run())
             tokens += int(metrics["rollout/tokens"])
@@ -471,13 +558,22 @@ class TrainJob:
                 ),
                 round(eta_s),
             )
-            if batch["samples"]:
-                self.writer.write_samples(self.step, batch["samples"])
             if self.step % cfg.trainer.checkpoint_every == 0 or self.step == cfg.trainer.total_steps:
                 await self._checkpoint()
         bar.close()
         await self.pool.stop()
         rollouts.cancel()
+
+    async def _record_outcomes(self, batch: dict[str, Any]) -> dict[str, float]:
+        """Every trajectory of the step with what became of it (outcomes.jsonl), groups dropped as stale or failed
+        since the last step, and the step's whole samples (samples.jsonl); returns the counts per outcome."""
+        decisions = merge_rank_decisions(await asyncio.gather(*(r.last_decisions.remote() for r in self.ranks)))
+        dropped = await self.queue.take_dropped.remote()
+        failed = await self.source.failed.remote()
+        failed, self._failed_seen = failed[self._failed_seen :], len(failed)
+        return self.writer.write_outcomes(
+            self.step, batch["trajectories"], decisions, dropped, failed, batch["samples"]
+        )
 
     async def _flow(self) -> FlowCounts:
         queue, source = await self.queue.stats.remote(), await self.source.stats.remote()
@@ -539,19 +635,22 @@ class TrainJob:
         loop, main = asyncio.get_running_loop(), asyncio.current_task()
         assert main is not None
         received: list[int] = []
-        previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+        signals = (signal.SIGTERM, signal.SIGINT, STOP_SIGNAL)
+        previous = {s: signal.getsignal(s) for s in signals}
 
         def stop(signum: int) -> None:
             received.append(signum)
             main.cancel()
 
-        for s in (signal.SIGTERM, signal.SIGINT):
+        for s in signals:
             loop.add_signal_handler(s, stop, s)
         try:
             await self._run()
         except asyncio.CancelledError:
             if not received:
                 raise
+            if received[0] == STOP_SIGNAL:
+                raise JobUnschedulable(self._unschedulable()) from None
             raise JobStopped(f"signal {signal.Signals(received[0]).name}") from None
         finally:
             for s, handler in previous.items():  # asyncio restores the default; cleanup still needs the caller's
@@ -633,15 +732,38 @@ class TrainJob:
             speed_source=speed_source(self.cfg),
         )
 
+    def _unschedulable(self) -> str:
+        return self.watch.reason if self.watch is not None and self.watch.reason else "work waited for resources"
+
+    def _raise_unschedulable(self, _signum: int, _frame: Any) -> None:
+        raise JobUnschedulable(self._unschedulable())
+
+    def _report(self, status: str) -> None:
+        """The run's report.html through `on_report`; best effort: a report must never hide why the run ended."""
+        if self.on_report is None or not self.out.exists():
+            return
+        try:
+            self.on_report(self.out, status)
+        except Exception as e:
+            log.warning("writing the run report: %s: %s", type(e).__name__, e)
+
     def main(self) -> dict[str, Any]:
-        """setup -> run -> cleanup; SIGTERM (ray job stop) and Ctrl-C stop at once and still clean up."""
+        """setup -> run -> cleanup; SIGTERM (ray job stop) and Ctrl-C stop at once and still clean up; work that
+        waits trainer.schedule_limit_s for resources stops the job with what waited."""
         t0 = time.monotonic()
         previous = {s: signal.signal(s, _raise_stopped) for s in (signal.SIGTERM, signal.SIGINT)}
+        previous[STOP_SIGNAL] = signal.signal(STOP_SIGNAL, self._raise_unschedulable)
         try:
             self.setup()
             self.run()
             log.info("plots: %s", ", ".join(str(p) for p in self.write_plots()))
+        except BaseException as e:
+            how = "stopped" if type(e) is JobStopped else "stalled" if isinstance(e, JobStalled) else "failed"
+            self._report(f"{how}: {type(e).__name__}: {e}")
+            raise
         finally:
+            if self.watch is not None:
+                self.watch.stop()
             try:
                 self.cleanup()
             finally:
@@ -651,4 +773,5 @@ class TrainJob:
                     log.info("run folder %s", self.out)
         summary = self.summary(time.monotonic() - t0)  # end to end: setup, SFT and cleanup count
         (self.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+        self._report(f"finished: {self.step} steps")
         return summary

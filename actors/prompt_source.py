@@ -20,6 +20,7 @@ import ray
 
 from actors.prompt_stream import PromptStream
 from drkernel.rollout.group import PromptGroup, make_group_id
+from drkernel.train.stall import clip_error, dead_part
 
 
 @ray.remote(num_cpus=0)
@@ -90,7 +91,7 @@ class PromptSource:
         if not self._finish(group_id):
             return False
         self._counts["failed"] += 1
-        self._failed.append({"group_id": group_id, "error": error[-2000:]})
+        self._failed.append({"group_id": group_id, "error": clip_error(error)})
         return True
 
     def requeue(self, group_id: str, error: str, limit: int) -> bool:
@@ -101,9 +102,11 @@ class PromptSource:
             return False
         self._requeues[group_id] = self._requeues.get(group_id, 0) + 1
         if self._requeues[group_id] > limit:
+            part = dead_part(error)
             self._stop_reason = (
                 f"group {group_id} failed for infrastructure reasons {self._requeues[group_id]} times "
-                f"(rollout.infra_requeues={limit}); last: {error[-500:]}"
+                f"(rollout.infra_requeues={limit}); {f'the part that died: {part}; ' if part else ''}"
+                f"last error: {clip_error(error, 1500)}"
             )
             self.fail(group_id, error)
             return False

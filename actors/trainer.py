@@ -48,6 +48,7 @@ from drkernel.rollout.types import Trajectory
 from drkernel.train import checkpoint as ckpt
 from drkernel.train.backend import TrainBackend, choose_backend
 from drkernel.train.batch_report import batch_report
+from drkernel.train.decisions import row_decisions
 from drkernel.train.sharding import compute_dtype, needs_fsdp, shard_policy
 from drkernel.verify.devices import probe_availability
 from serve_apps.run_metrics import TRAINER_KEYS, TRAINER_SERIES, RunGauges, run_name
@@ -87,6 +88,7 @@ class TrainerWorker:
             torch.set_num_threads(self.cfg.trainer.num_threads)
         self.step = 0  # optimizer updates done
         self.calls = 0  # train_step calls (skipped ones included)
+        self.decisions: list[dict[str, Any]] = []  # what the last train_step did with each trajectory
         self.publisher: WeightPublisher | None = None
         self._store: Any = None  # the policy app's weight store, made by the first attach_policy
         self.version = 0
@@ -152,6 +154,7 @@ class TrainerWorker:
         """Filter, build and train on one step's groups (a Ray ObjectRef argument arrives resolved)."""
         start = time.perf_counter()
         trajectories = _flatten(items)
+        held = [t for g in self.group_filter.buffered for t in g]
         batch = build_step_batch(
             trajectories,
             self.cfg.algorithm,
@@ -164,6 +167,7 @@ class TrainerWorker:
         if not batch.skipped:
             batch = batch.select(range(self.rank, batch.num_rows, self.world_size))
         tc = self.cfg.trainer
+        masks: dict[str, torch.Tensor] = {}
         metrics = train_step(
             self.scorer,
             self.optimizer,
@@ -175,6 +179,17 @@ class TrainerWorker:
             temperature=self.cfg.rollout.temperature,
             dp_size=self.world_size,
             measure_effect=tc.measure_update_effect,
+            masks=masks,
+        )
+        fc = self.cfg.algorithm.filter
+        self.decisions = row_decisions(
+            trajectories,
+            held,
+            batch,
+            masks,
+            stepped=bool(metrics["train/stepped"]),
+            min_std=fc.min_std,
+            filter_enabled=fc.enabled,
         )
         self.step += int(metrics["train/stepped"])
         metrics.update(
@@ -202,11 +217,16 @@ class TrainerWorker:
         groups = ray.get(queue.get_batch.remote(batch_size, timeout_s))
         if not groups:
             return None
-        return {**batch_report(groups, samples), "refs": [ray.put(groups)]}
+        report = batch_report(groups, samples, self.tokenizer.decode, self.cfg.logging.sample_text_chars)
+        return {**report, "refs": [ray.put(groups)]}
 
     def train_pulled(self, refs: list[ray.ObjectRef]) -> dict[str, float]:
         """`train_step` on the batch `pull_batch` stored; every rank fetches it from the object store."""
         return self.train_step(ray.get(refs[0]))
+
+    def last_decisions(self) -> list[dict[str, Any]]:
+        """What the last train_step did with each trajectory (drkernel.train.decisions; this rank's rows)."""
+        return self.decisions
 
     # ---- weights ----------------------------------------------------------------------------------------------------
     def state_dict_for_push(self) -> dict[str, torch.Tensor] | None:

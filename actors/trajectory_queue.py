@@ -46,6 +46,7 @@ class TrajectoryQueue:
         self._gate_open.set()
         self._completing = 0  # puts/fails whose verdict from the prompt source is on its way
         self._dropped_ids: list[str] = []
+        self._dropped_log: list[dict[str, Any]] = []  # dropped groups not yet taken by `take_dropped`
         self._released_workers: set[str] = set()  # dead or stopped: never admitted again
         self._started = time.monotonic()
         self._gauges = RunGauges("queue", QUEUE_SERIES, run)
@@ -145,6 +146,7 @@ class TrajectoryQueue:
         while True:
             batch, dropped = self._ctl.take_batch(size)
             self._dropped_ids.extend(group.group_id for group in dropped)
+            self._dropped_log.extend(self._dropped_record(group) for group in dropped)
             if dropped or batch is not None:
                 self._notify()  # dropped slots and consumed groups both widen admission
             if batch is not None:
@@ -166,6 +168,21 @@ class TrajectoryQueue:
 
     async def dropped_group_ids(self) -> list[str]:
         return list(self._dropped_ids)
+
+    def _dropped_record(self, group: FinishedGroup) -> dict[str, Any]:
+        lag = self._ctl.version - group.min_version
+        return {
+            "group_id": group.group_id,
+            "task_uid": group.task_uid,
+            "samples": [t.sample_index for t in group.trajectories],
+            "detail": f"stale: sampled at version {group.min_version}, {lag} behind the trainer's "
+            f"{self._ctl.version} (queue.max_staleness={self.cfg.max_staleness})",
+        }
+
+    async def take_dropped(self) -> list[dict[str, Any]]:
+        """The groups dropped as stale since the last call, with why (the job records them per step)."""
+        taken, self._dropped_log = self._dropped_log, []
+        return taken
 
     async def state_dict(self) -> dict[str, Any]:
         """Queue and prompt-source state from one instant: completions wait at the gate meanwhile."""

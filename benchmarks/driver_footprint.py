@@ -103,7 +103,7 @@ def main() -> None:
         *recipe(root / "recipe"),
         f"trainer.total_steps={a.steps}",
         "trainer.checkpoint_every=1000",
-        "logging.samples_every=1000",
+        "logging.report_samples_per_step=0",
     ]
     results: dict[str, list[dict]] = {name: [] for name in trees}
     for round_ in range(a.rounds):

@@ -442,7 +442,7 @@ def main() -> None:
         f"validation.every_steps={a.val_every}",
         f"validation.samples_per_task={a.val_samples}",
         f"validation.tasks=[{','.join(a.tasks)}]",
-        "logging.samples_every=1000",
+        "logging.report_samples_per_step=0",
         *a.set,
     ]
     jobs: dict[str, list[str]] = {}

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("pipelines.train", "asynchronous multi-turn RL on Ray (policy + verifier on Serve, actors)"),
     "eval": ("pipelines.evaluate", "measure a policy: fast@p per turn, pass@k, hack rates (KernelBench's way)"),
     "demo": ("pipelines.demo", "the embedded default end to end on a laptop CPU: SFT warm start, async RL, plots"),
+    "report": ("pipelines.report", "one self-contained report.html of a run or eval folder (trajectory browser)"),
 }
 
 

@@ -7,7 +7,8 @@
    training job on configs/demo.yaml, starts RL at once.
 2. Asynchronous multi-turn RL on the same tasks through the real job (actors/job.py): policy and verifier
    on Ray Serve, rollout workers, staleness queue, trainer, weight pushes; Triton-interpreter verification.
-3. DIR/summary.json, PNG plots (reward, correctness and Fast@1, staleness, throughput) and a short summary.
+3. DIR/summary.json, PNG plots (reward, correctness and Fast@1, staleness, throughput), a short summary, and
+   DIR/train/report.html (pipelines/report.py): the run's table, plots and a browser of its trajectories.
 
 On CPU the demo's verifier prices each kernel's counted work on a GPU profile (`timing: cpu_model`), so
 speedups are modelled, not measured; the summary says which timing produced them.
@@ -116,11 +117,17 @@ def run(args: argparse.Namespace) -> int:
 
     os.environ.setdefault("RAY_DEDUP_LOGS", "1")
     from drkernel.sft.warm_start import SFTRequired
+    from pipelines.report import write_report
 
+    job = TrainJob(cfg, address=None, allow_sft=not args.no_sft, on_report=write_report)
     try:
-        summary = TrainJob(cfg, address=None, allow_sft=not args.no_sft).main()
+        summary = job.main()
     except SFTRequired as e:
         raise UsageError(f"drkernel demo: {e}") from None
+    except BaseException:
+        if (job.out / "report.html").is_file():
+            print(f"demo: the run ended early; its report: {job.out / 'report.html'}", file=sys.stderr)
+        raise
     result = write_summary(summary, out, cfg)
     rewards = result["reward_mean_per_step"]
     print(
@@ -135,7 +142,9 @@ def run(args: argparse.Namespace) -> int:
             f"max staleness {result['max_staleness_observed']}"
         )
     print(f"demo: {result['note']}")
-    print(f"demo: wrote {out / 'summary.json'} and {', '.join(result['plots'])} in {out}")
+    print(f"demo: summary {out / 'summary.json'}")
+    print(f"demo: plots {', '.join(str(out / p) for p in result['plots'])}")
+    print(f"demo: report {job.out / 'report.html'} (open it in a browser: trajectories, kernels, feedback, verdicts)")
     return 0
 
 

@@ -338,6 +338,9 @@ def evaluate(cfg: TrainConfig, args: argparse.Namespace, tasks: list, store: Any
     summary["reference"] = cfg.eval.reference
     title = f"{Path(policy).name or policy} ({cfg.eval.reference} reference)"
     paths = write_report(Path(args.out), summary, store_settings(store), title)
+    from pipelines.report import write_report as write_html
+
+    paths["html"] = write_html(Path(args.out), "finished" if summary["complete"] else "partial: tasks remain")
     summary["files"] = {k: str(v) for k, v in paths.items()}
     return summary
 

@@ -111,15 +111,25 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"drkernel train: the recipe does not fit: {'; '.join(estimate.problems())}")
     if args.dry_run:
         return 0
-    from actors.job import TrainJob  # Ray, torch and transformers only after the config is known good
+    from actors.job import JobStalled, JobUnschedulable, TrainJob  # Ray, torch, transformers: config known good
     from drkernel.sft.warm_start import SFTRequired
+    from drkernel.train.scheduling import ClusterTooSmall
+    from pipelines.report import write_report
 
-    job = TrainJob(cfg, resume=args.resume is not None, address=args.address, allow_sft=not args.no_sft)
+    job = TrainJob(
+        cfg, resume=args.resume is not None, address=args.address, allow_sft=not args.no_sft, on_report=write_report
+    )
     try:
         summary = job.main()
     except SFTRequired as e:
         raise UsageError(f"drkernel train: {e}") from None
+    except (ClusterTooSmall, JobUnschedulable, JobStalled) as e:  # said in one line; the report has the rest
+        print(f"drkernel train: {type(e).__name__}: {e}", file=sys.stderr)
+        if job.out.exists():
+            print(f"drkernel train: report {job.out / 'report.html'}", file=sys.stderr)
+        return 1
     print(json.dumps(summary, indent=2, default=str))
+    print(f"drkernel train: report {job.out / 'report.html'}", file=sys.stderr)
     return 0
 
 

@@ -47,7 +47,7 @@ def tiny_recipe_overrides(root: Path) -> list[str]:
         "verifier.options.measure_coverage=false",
         "algorithm.prs.enabled=false",  # PRS reads coverage, not measured here: it would drop every correct turn
         "logging.tensorboard=false",
-        "logging.samples_every=1",
+        "logging.report_samples_per_step=8",
         "algorithm.filter.enabled=false",  # a 2-step smoke run must train even when every group ties
         "policy.cpus_per_replica=0.25",
         "verifier.cpus_per_replica=0.25",

@@ -33,6 +33,15 @@ class PromptDataConfig(StrictModel):
     )
     window_rows: int = Field(16384, ge=1, description="prompt rows read ahead of the cursor per Ray Data read")
     read_cpus: float = Field(1.0, gt=0, description="Ray CPUs of each Ray Data task reading prompt row groups")
+    read_cpus_floor: float = Field(
+        0.05, gt=0, description="least read_cpus the job shrinks to when the cluster has less left after its actors"
+    )
+
+    @model_validator(mode="after")
+    def _floor(self) -> PromptDataConfig:
+        if self.read_cpus_floor > self.read_cpus:
+            raise ValueError("rl_data.read_cpus_floor must not exceed rl_data.read_cpus")
+        return self
 
 
 class VllmConfig(StrictModel):
@@ -155,6 +164,12 @@ class TrainerConfig(StrictModel):
     stall_limit_s: float = Field(
         1800.0, gt=0, description="stop the job, with that reason, after this long without one"
     )
+    schedule_warn_s: float = Field(
+        60.0, gt=0, description="report work that waits for cluster resources after this long, and as often"
+    )
+    schedule_limit_s: float = Field(
+        3600.0, gt=0, description="stop the job when work has waited this long for resources (autoscaling, engines)"
+    )
     output_dir: str | None = Field(
         None, description="the run folder (checkpoints, metrics, samples); null = a new one under ~/drkernel-runs"
     )
@@ -211,8 +226,12 @@ class LoggingConfig(StrictModel):
     tensorboard: bool = Field(True, description="TensorBoard event files in trainer.output_dir/tb")
     wandb: bool = Field(False, description="also log to Weights & Biases")
     wandb_project: str = Field("drkernel-ray", description="wandb project")
-    samples_every: int = Field(5, ge=1, description="write a sample of trajectories every N steps")
-    samples_per_dump: int = Field(4, ge=1, description="trajectories per sample dump")
+    report_samples_per_step: int = Field(
+        8, ge=0, description="trajectories a step whose full turns go to samples.jsonl and report.html"
+    )
+    sample_text_chars: int = Field(
+        20000, ge=100, description="longest prompt, kernel or feedback text kept per turn in samples.jsonl"
+    )
     json_logs: bool = Field(False, description="log lines as JSON instead of text")
     verbose: bool = Field(False, description="keep Serve's per-request access lines and library notices (--verbose)")
 

@@ -150,12 +150,16 @@ def accumulate_gradients(
     micro_batch_size: int,
     temperature: float = 1.0,
     dp_size: int = 1,
+    masks: dict[str, torch.Tensor] | None = None,
 ) -> dict[str, float]:
-    """Passes 1-4 of the module docstring: leaves the step's gradient in `.grad`; returns metrics."""
+    """Passes 1-4 of the module docstring: leaves the step's gradient in `.grad`; returns metrics. `masks`, when
+    given, receives the per-row decisions' inputs: `unrejected`, `loss_mask` and `old_log_prob` ([N, T, L])."""
     scorer = as_scorer(model)
     device = _device(scorer)
     old = recompute_log_probs(scorer, batch, micro_batch_size, temperature, dp_size)
     unrejected, loss_mask, tis, metrics = loss_masks(batch, old, cfg)
+    if masks is not None:
+        masks.update(unrejected=unrejected, loss_mask=loss_mask, old_log_prob=old)
     rows_local = float(loss_mask.any(-1).sum())
     tokens_local = float(loss_mask.sum())
     rows, tokens = _all_reduce([rows_local, tokens_local], dist.ReduceOp.SUM, dp_size, device)
@@ -254,12 +258,13 @@ def train_step(
     temperature: float = 1.0,
     dp_size: int = 1,
     measure_effect: bool = False,
+    masks: dict[str, torch.Tensor] | None = None,
 ) -> dict[str, float]:
     """One update on `batch` (this rank's share when dp_size > 1); returns the step's metrics.
 
     No optimizer step happens for a skipped batch, when MRS/PRS left no token, or when the gradient norm is
     not finite (`train/stepped` says which); gradients are cleared either way. `measure_effect` adds
-    `update_effect`'s metrics at the cost of two more forward passes.
+    `update_effect`'s metrics at the cost of two more forward passes; `masks` as in `accumulate_gradients`.
     """
     start = time.perf_counter()
     if lr is not None:
@@ -274,7 +279,7 @@ def train_step(
     if measure_effect:
         before = recompute_log_probs(as_scorer(model), batch, micro_batch_size, temperature, dp_size)
         loss_mask = loss_masks(batch, before, cfg)[1]
-    metrics.update(accumulate_gradients(model, batch, cfg, micro_batch_size, temperature, dp_size))
+    metrics.update(accumulate_gradients(model, batch, cfg, micro_batch_size, temperature, dp_size, masks))
     stepped = False
     if metrics["train/loss_tokens"] > 0:
         params = [p for p in model.parameters() if p.requires_grad]

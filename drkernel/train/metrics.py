@@ -1,7 +1,15 @@
-"""Per-step metrics to JSONL, TensorBoard and (optionally) wandb, plus trajectory samples as JSONL.
+"""Per-step metrics to JSONL, TensorBoard and (optionally) wandb, plus what became of every trajectory.
 
 The job calls `write(step, metrics)` once per optimizer step with a flat dict of floats; every sink gets the
 same numbers. Ray's dashboard gauges are the Ray layer's (actors/job.py), not this module's.
+
+`write_outcomes` writes, per step, outcomes.jsonl (one line per trajectory: ids, per-turn category, reward and
+speedup, and the outcome with its detail, drkernel.train.decisions; one line per group dropped as stale or
+failed) and samples.jsonl (the whole turns of up to logging.report_samples_per_step trajectories, each with its
+outcome). samples.jsonl keeps the keys it had (step, group_id, task_uid, end_reason, turns[turn, version,
+reward, masked, kernel, feedback, verdict]) and adds sample_index, prompt, outcome, detail and per turn
+category, response, finish_reason and decision; kernels and feedback are no longer cut at 2,000 characters but
+at logging.sample_text_chars, and a sample is written every step instead of every logging.samples_every.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ class MetricsWriter:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._jsonl = (self.out_dir / "metrics.jsonl").open("a") if jsonl else None
         self._samples = self.out_dir / "samples.jsonl"
+        self._outcomes = self.out_dir / "outcomes.jsonl"
         self._tb = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
@@ -55,6 +64,68 @@ class MetricsWriter:
         with self._samples.open("a") as f:
             for sample in samples:
                 f.write(json.dumps({"step": step, **sample}, default=str) + "\n")
+
+    def write_outcomes(
+        self,
+        step: int,
+        trajectories: list[dict[str, Any]],
+        decisions: list[dict[str, Any]],
+        dropped: list[dict[str, Any]],
+        failed: list[dict[str, str]],
+        samples: list[dict[str, Any]],
+    ) -> dict[str, float]:
+        """One line per trajectory trained on this step (joined with the trainer's decision), per group dropped
+        or failed since the last step, and the step's samples; returns `outcomes/<outcome>` counts."""
+        decided = {(d["group_id"], d["sample_index"]): d for d in decisions}
+        counts: dict[str, float] = {}
+        lines = []
+        for row in trajectories:
+            d = decided.get((row["group_id"], row["sample_index"]), {"outcome": "undecided", "detail": "", "turns": []})
+            by_turn = {t["turn"]: t for t in d["turns"]}
+            turns = [t | {k: v for k, v in by_turn.get(t["turn"], {}).items() if k != "turn"} for t in row["turns"]]
+            lines.append({"step": step, **row, "turns": turns, "outcome": d["outcome"], "detail": d["detail"]})
+        known = {(r["group_id"], r["sample_index"]) for r in trajectories}
+        for d in decisions:  # trained from the filter's buffer: their summary came with an earlier step
+            if (d["group_id"], d["sample_index"]) not in known:
+                lines.append({"step": step, **d})
+        for g in dropped:
+            lines += [
+                {
+                    "step": step,
+                    "group_id": g["group_id"],
+                    "sample_index": i,
+                    "task_uid": g["task_uid"],
+                    "turns": [],
+                    "outcome": "dropped_stale",
+                    "detail": g["detail"],
+                }
+                for i in g["samples"]
+            ]
+        lines += [
+            {
+                "step": step,
+                "group_id": f["group_id"],
+                "sample_index": None,
+                "turns": [],
+                "outcome": "failed",
+                "detail": f["error"],
+            }
+            for f in failed
+        ]
+        for line in lines:
+            counts[f"outcomes/{line['outcome']}"] = counts.get(f"outcomes/{line['outcome']}", 0.0) + 1.0
+        with self._outcomes.open("a") as f:
+            f.writelines(json.dumps(line, default=str) + "\n" for line in lines)
+        records = []
+        for sample in samples:
+            d = decided.get(
+                (sample["group_id"], sample["sample_index"]), {"outcome": "undecided", "detail": "", "turns": []}
+            )
+            by_turn = {t["turn"]: t.get("decision") for t in d["turns"]}
+            turns = [t | {"decision": by_turn.get(t["turn"])} for t in sample["turns"]]
+            records.append({**sample, "turns": turns, "outcome": d["outcome"], "detail": d["detail"]})
+        self.write_samples(step, records)
+        return counts
 
     def close(self) -> None:
         if self._jsonl is not None:

@@ -9,6 +9,7 @@ is alive, a Serve app is not running.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -60,3 +61,18 @@ def diagnose_stall(before: FlowCounts, now: FlowCounts, waited_s: float, apps: M
         f"no batch for {waited_s:.0f}s: {'; '.join(causes)} [in that time: {counts}; now running={now.running} "
         f"ready={now.ready} workers={now.workers}]"
     )
+
+
+def clip_error(text: str, limit: int = 2000) -> str:
+    """`text` within `limit` characters, keeping its head and its tail: the head holds the error's class and the
+    part that died (Ray's `ActorDiedError ... class_name: ...`), the tail the last frames."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 40) // 2
+    return f"{text[:half]} [... {len(text) - 2 * half} characters ...] {text[-half:]}"
+
+
+def dead_part(text: str) -> str | None:
+    """The actor or Serve replica an infrastructure error names (Ray's `class_name: ServeReplica:app:Verifier`)."""
+    found = re.search(r"class_name:\s*([^\s,]+)", text) or re.search(r"actor_name:\s*([^\s,]+)", text)
+    return found.group(1) if found else None

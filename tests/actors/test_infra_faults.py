@@ -114,6 +114,7 @@ def test_a_verifier_that_stays_down_stops_the_job_with_the_reason(ray_cluster, t
     reason = ray.get(source.stop_reason.remote())
     assert "failed for infrastructure reasons 2 times (rollout.infra_requeues=1)" in reason
     assert "ActorDiedError" in reason or "RayActorError" in reason
+    assert "the part that died: MortalVerifier" in reason  # the head of the error, kept
     stats = ray.get(source.stats.remote())
     assert stats["requeued"] >= 1 and stats["failed"] >= 1  # the loud stop, never a silent retirement
     for actor in (worker, queue, source, policy):

@@ -65,6 +65,52 @@ def _files(folder: Path) -> dict[str, float]:
     return {str(p): p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
 
 
+def _check_records_and_report(run: Path, rows: list[dict], summary: dict) -> None:
+    """Every trajectory's outcome per step, the whole turns of the sampled ones, and report.html over both: it parses,
+    holds every record it claims, shows kernel text (`mask = offsets < n`) as data, and loads nothing."""
+    from html.parser import HTMLParser
+
+    from pipelines.report import write_report
+
+    outcomes = [json.loads(line) for line in (run / "outcomes.jsonl").read_text().splitlines()]
+    judged = [o for o in outcomes if o["outcome"] not in ("dropped_stale", "failed")]
+    assert len(judged) == summary["trajectories"]  # one line per trajectory the trainer got, none twice
+    assert len({(o["step"], o["group_id"], o["sample_index"]) for o in judged}) == len(judged)
+    assert {o["outcome"] for o in judged} <= {"trained", "rejected_mrs", "not_counted", "masked_infra", "not_stepped"}
+    assert any(o["outcome"] == "trained" for o in judged)
+    for step in (1, 2):
+        counted = sum(v for k, v in rows[step].items() if k.startswith("outcomes/"))
+        assert counted == sum(1 for o in outcomes if o["step"] == step), rows[step]
+    samples = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == summary["trajectories"]  # report_samples_per_step=8 keeps all 4 a step whole
+    for s in samples:
+        assert s["prompt"] and s["outcome"] in {o["outcome"] for o in judged} and s["turns"]
+        for t in s["turns"]:
+            assert {"kernel", "feedback", "verdict", "reward", "category", "response", "decision"} <= set(t)
+
+    text = write_report(run, "finished").read_text()
+    tags: list[tuple[str, dict]] = []
+    scripts: dict[str, str] = {}
+
+    class Page(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            tags.append((tag, dict(attrs)))
+
+        def handle_data(self, data):
+            if tags and tags[-1][0] == "script":
+                scripts[tags[-1][1].get("id", "code")] = scripts.get(tags[-1][1].get("id", "code"), "") + data
+
+    Page().feed(text)
+    assert [t for t, _ in tags].count("script") == 2
+    assert all(v.startswith("data:") for _, a in tags for k, v in a.items() if k in ("src", "href"))
+    data = json.loads(scripts["report-data"])
+    assert data["samples"] == samples and len(data["outcomes"]) == len(outcomes)
+    assert [r["step"] for r in data["metrics"]] == [0, 1, 2] and data["config"]["trainer"]["total_steps"] == 2
+    kernels = [t["kernel"] for s in samples for t in s["turns"] if t["kernel"] and "<" in t["kernel"]]
+    assert all(k not in text for k in kernels)  # a kernel's `<` never reaches the page as markup
+    assert "<img" in text  # the plots, inline
+
+
 def test_job_runs_every_actor_and_pushes_bit_identical_weights(ray_cluster, tiny_recipe, tmp_path):
     from ray import serve
 
@@ -133,9 +179,8 @@ def test_job_runs_every_actor_and_pushes_bit_identical_weights(ray_cluster, tiny
         "data/rows_too_long",
     ):
         assert key in rows[-1], key
-    samples = (tmp_path / "run" / "samples.jsonl").read_text().splitlines()
-    assert samples and all("turns" in json.loads(s) for s in samples)
     assert (tmp_path / "run" / "checkpoints").is_dir()
+    _check_records_and_report(tmp_path / "run", rows, summary)
     apps = serve.status().applications
     assert cfg.policy.app_name not in apps and cfg.verifier.app_name not in apps
     deadline = time.monotonic() + 120  # a loaded 2-core box takes its time to reap a killed replica's children
