@@ -492,6 +492,9 @@ class TrainJob:
                 "rollout/tokens": float(tokens),
                 "rollout/verifier_calls": float(verified),
                 "rollout/verifier_s_per_call": batch["verify_s"] / max(verified, 1),
+                "verifier/queue_wait_s_per_call": batch["verify_wait_s"] / max(verified, 1),
+                "time/generate_s": batch["generate_s"],  # summed over the batch's trajectories, as the two below
+                "time/verify_s": batch["verify_s"],
                 "throughput/tokens_per_s": (tokens_so_far + tokens) / max(time.monotonic() - t_run, 1e-9),
                 "queue/ready": float(queue["ready"]),
                 "queue/running": float(queue.get("running", 0)),
@@ -537,6 +540,7 @@ class TrainJob:
             tokens += int(metrics["rollout/tokens"])
             now = time.monotonic()
             metrics["throughput/step_tokens_per_s"] = metrics["rollout/tokens"] / max(now - t_last, 1e-9)
+            metrics["verifier/evaluations_per_s"] = metrics["rollout/verifier_calls"] / max(now - t_last, 1e-9)
             eta_s = (now - t_run) / (self.step - first_step) * (cfg.trainer.total_steps - self.step)
             t_last = now
             self.history.append(metrics)

@@ -192,6 +192,9 @@ class TrainerWorker:
             filter_enabled=fc.enabled,
         )
         self.step += int(metrics["train/stepped"])
+        if self.device.type == "cuda":  # this rank's own peak (the trainer's share of a shared GPU)
+            metrics["memory/trainer_peak_gib"] = torch.cuda.max_memory_allocated(self.device) / (1 << 30)
+            torch.cuda.reset_peak_memory_stats(self.device)
         metrics.update(
             {
                 "trainer/step": float(self.step),

@@ -27,6 +27,9 @@ class TinyModelConfig(StrictModel):
     max_position_embeddings: int = Field(4096, ge=128, description="longest sequence the model accepts")
     rope_theta: float = Field(10000.0, gt=0, description="RoPE base frequency")
     tie_word_embeddings: bool = Field(True, description="share input embedding and LM head")
+    vocab_size: int | None = Field(
+        None, ge=1, description="embedding rows; null = the tokenizer's size; more = a real model's shape (unused ids)"
+    )
     seed: int = Field(0, description="seed of the random initialization")
     output_dir: str | None = Field(
         None, description="where the untrained model and tokenizer are saved; null = beside the SFT checkpoint"

@@ -17,9 +17,12 @@ from drkernel.model.tokenizer import build_tokenizer
 
 
 def tiny_qwen3_config(cfg: TinyModelConfig, tokenizer: PreTrainedTokenizerBase) -> Qwen3Config:
-    """The Qwen3Config of the tiny model; vocabulary and special ids come from `tokenizer`."""
+    """The Qwen3Config of the tiny model; special ids come from `tokenizer`, and the vocabulary too unless
+    `cfg.vocab_size` asks for more rows (a real model's shape: ids the tokenizer never emits)."""
+    if cfg.vocab_size is not None and cfg.vocab_size < len(tokenizer):
+        raise ValueError(f"model.vocab_size {cfg.vocab_size} is below the tokenizer's {len(tokenizer)} ids")
     return Qwen3Config(
-        vocab_size=len(tokenizer),
+        vocab_size=cfg.vocab_size or len(tokenizer),
         hidden_size=cfg.hidden_size,
         intermediate_size=cfg.intermediate_size,
         num_hidden_layers=cfg.num_layers,

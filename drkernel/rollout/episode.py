@@ -193,6 +193,7 @@ async def run_episode(
         (
             "generate_s",
             "verify_s",
+            "verify_wait_s",
             "verify_calls",
             "format_failures",
             "infra_errors",
@@ -232,11 +233,12 @@ async def run_episode(
         else:
             t0 = time.perf_counter()
             result = await verify(task.reference_code, code, task.entry_point)
-            stats["verify_s"] += time.perf_counter() - t0
+            waited = time.perf_counter() - t0
+            stats["verify_s"] += waited
             stats["verify_calls"] += 1
-            verdict = score(
-                result if isinstance(result, VerifyResult) else VerifyResult.model_validate(result), reward_cfg
-            )
+            result = result if isinstance(result, VerifyResult) else VerifyResult.model_validate(result)
+            stats["verify_wait_s"] += max(waited - result.elapsed_s, 0.0)  # queued or in transit, not evaluating
+            verdict = score(result, reward_cfg)
             turn.verdict = verdict.model_dump(mode="json")
             if verdict.status == "infra_error":
                 turn.masked = True

@@ -101,7 +101,9 @@ def _tiny_params(cfg: SFTRecipeConfig) -> int:
     m = cfg.model
     attention = m.hidden_size * m.head_dim * (2 * m.num_heads + 2 * m.num_kv_heads)
     layer = attention + 3 * m.hidden_size * m.intermediate_size
-    return cfg.tokenizer.vocab_size * m.hidden_size * (1 if m.tie_word_embeddings else 2) + m.num_layers * layer
+    return (m.vocab_size or cfg.tokenizer.vocab_size) * m.hidden_size * (
+        1 if m.tie_word_embeddings else 2
+    ) + m.num_layers * layer
 
 
 def plan_sft(cfg: SFTRecipeConfig) -> SFTPlan:

@@ -128,6 +128,8 @@ def batch_report(
         "tokens": sum(t.end - t.start for traj in trajectories for t in traj.turns),
         "verifier_calls": verified,
         "verify_s": sum(traj.metrics.get("verify_s", 0.0) for traj in trajectories),
+        "verify_wait_s": sum(traj.metrics.get("verify_wait_s", 0.0) for traj in trajectories),
+        "generate_s": sum(traj.metrics.get("generate_s", 0.0) for traj in trajectories),
         "trajectories": [trajectory_summary(g, t) for g in groups for t in g.trajectories],
         "samples": [trajectory_record(g, t, decode, limit_chars) for g, t in pick_samples(groups, samples)],
     }

@@ -58,7 +58,7 @@ def model_shape(cfg: TrainConfig) -> ModelShapeConfig:
         num_kv_heads=m.num_kv_heads,
         head_dim=m.head_dim,
         intermediate_size=m.intermediate_size,
-        vocab_size=cfg.tokenizer.vocab_size,
+        vocab_size=m.vocab_size or cfg.tokenizer.vocab_size,
         tie_word_embeddings=m.tie_word_embeddings,
     )
 
