@@ -9,6 +9,8 @@ engines do the same work). vLLM runs with CUDA graphs and torch.compile (product
 
     python3 benchmarks/vllm_bench.py --shape qwen3-0.6b --out q06.json     # H200 (BENCHMARKS.md)
     python3 benchmarks/vllm_bench.py --shape tiny --out tiny.json
+    python3 benchmarks/vllm_bench.py --shape qwen3-8b --skip transformers serve --concurrency 64 \
+        --gpu-memory-utilization 0.6                                       # the 8B generation figure
 """
 
 from __future__ import annotations
@@ -39,7 +41,15 @@ from drkernel.rl.mrs import rejection_keep_mask, veto_turn_keep  # noqa: E402
 from drkernel.rollout.types import SamplingParams  # noqa: E402
 from serve_apps.policy_engine import TransformersEngine, processed_logprobs  # noqa: E402
 
-SHAPES = {"qwen3-0.6b": QWEN3_0_6B, "tiny": TINY}
+QWEN3_8B = QWEN3_0_6B | dict(  # the published Qwen3-8B config.json shape (16 GiB of bf16 weights)
+    hidden_size=4096,
+    intermediate_size=12288,
+    num_hidden_layers=36,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    tie_word_embeddings=False,
+)
+SHAPES = {"qwen3-0.6b": QWEN3_0_6B, "qwen3-8b": QWEN3_8B, "tiny": TINY}
 
 
 def _model(shape: dict, seed: int) -> torch.nn.Module:

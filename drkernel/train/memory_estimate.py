@@ -185,7 +185,7 @@ class MemoryEstimate:
         for r in self.roles:
             budget = gib(r.budget) if r.budget is not None else "not checked"
             lines.append(f"  {r.role}: {gib(r.total)} of {budget}")
-            lines += [f"    {k:<40} {gib(v):>12}" for k, v in r.parts.items()]
+            lines += [f"    {k:<48} {gib(v):>12}" for k, v in r.parts.items()]
             lines += [f"    note: {n}" for n in r.notes]
         problems = self.problems()
         lines.append("  fits" if not problems else "  DOES NOT FIT: " + "; ".join(problems))

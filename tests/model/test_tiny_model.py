@@ -54,3 +54,14 @@ def test_saved_base_loads_through_auto_classes(tmp_path):
 def test_heads_must_divide():
     with pytest.raises(ValidationError, match="multiple of num_kv_heads"):
         TinyModelConfig(num_heads=4, num_kv_heads=3)
+
+
+def test_a_real_models_vocabulary_over_the_project_tokenizer(tokenizer):
+    """model.vocab_size gives the policy a real model's embedding rows (Qwen3's 151,936) while the project's
+    tokenizer uses the first ids; fewer rows than the tokenizer has ids is refused."""
+    cfg = TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1, head_dim=16, intermediate_size=64)
+    wide = build_tiny_model(cfg.model_copy(update={"vocab_size": len(tokenizer) + 100}), tokenizer)
+    assert wide.get_input_embeddings().weight.shape[0] == len(tokenizer) + 100
+    assert build_tiny_model(cfg, tokenizer).get_input_embeddings().weight.shape[0] == len(tokenizer)
+    with pytest.raises(ValueError, match="below the tokenizer's"):
+        build_tiny_model(cfg.model_copy(update={"vocab_size": len(tokenizer) - 1}), tokenizer)
