@@ -331,6 +331,7 @@ class TrainerWorker:
         return {
             "rank": self.rank,
             "world_size": self.world_size,
+            "fsdp": self.backend.fsdp,
             "step": self.step,
             "calls": self.calls,
             "version": self.version,

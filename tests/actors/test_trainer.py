@@ -237,3 +237,27 @@ def test_a_step_makes_the_rewarded_turn_more_likely_in_the_policy_replica(ray_cl
     assert after[1] < before[1] and after[2] < before[2], (before, after)
     for actor in (trainer, replica):
         ray.kill(actor)
+
+
+def test_one_rank_mixed_precision_trains_pushes_and_resumes(ray_cluster, model_path, tmp_path):
+    """trainer.compute_dtype=bfloat16 on one rank: FSDP2 over a one-rank gloo mesh with fp32 master weights; a step
+    moves the weights, a push delivers them whole, a checkpoint restores them."""
+    cfg = _config(tmp_path, compute_dtype="bfloat16")
+    (trainer,) = create_trainer_group(cfg, model_path)
+    assert ray.get(trainer.info.remote())["fsdp"]
+    before = ray.get(trainer.checksum.remote())
+    metrics = ray.get(trainer.train_step.remote(_groups("a")))
+    assert metrics["train/stepped"] == 1.0 and metrics["train/grad_norm"] > 0
+    after = ray.get(trainer.checksum.remote())
+    assert after != before
+    state = ray.get(trainer.state_dict_for_push.remote())
+    assert {v.dtype for v in state.values() if v.is_floating_point()} == {torch.float32}  # policy.dtype, from fp32
+    path = ray.get(trainer.save_checkpoint.remote(str(tmp_path / "mixed"), {}))
+    resumed = TrainerActor.remote(cfg.model_dump(mode="json"), model_path)
+    addr, port = ray.get(resumed.rendezvous_address.remote())
+    ray.get(resumed.setup.remote(addr, port))
+    ray.get(resumed.load_checkpoint.remote(path))
+    assert ray.get(resumed.checksum.remote()) == after
+    for actor in (trainer, resumed):
+        ray.get(actor.shutdown.remote())
+        ray.kill(actor)
