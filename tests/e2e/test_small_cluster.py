@@ -12,26 +12,10 @@ import re
 import time
 
 import pytest
-from cluster_support import logs, private_cluster, ray_cmd, status, submit
-
-from drkernel.config.base import load_config
-from drkernel.config.train import TrainConfig
-from pipelines.demo import DEMO_CONFIG
+from cluster_support import demo_shares, logs, private_cluster, ray_cmd, status, submit
 
 pytestmark = pytest.mark.integration
 HANG_GUARD_S = 1200  # at load 20 two steps of the ray job took over 10 minutes
-
-
-def demo_shares() -> list[str]:
-    """The demo's CPU reservations, read from its config (1.75 CPUs of actors and replicas, 1 per read task)."""
-    demo = load_config(TrainConfig, DEMO_CONFIG, [])
-    return [
-        f"policy.cpus_per_replica={demo.policy.cpus_per_replica}",
-        f"verifier.cpus_per_replica={demo.verifier.cpus_per_replica}",
-        f"trainer.cpus_per_worker={demo.trainer.cpus_per_worker}",
-        f"rollout.cpus_per_worker={demo.rollout.cpus_per_worker}",
-        f"rl_data.read_cpus={demo.rl_data.read_cpus}",
-    ]
 
 
 @pytest.fixture(scope="module")
