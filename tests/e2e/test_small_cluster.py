@@ -75,6 +75,7 @@ def test_work_waiting_for_resources_is_reported_then_ends_the_job(two_cpu_cluste
     assert "JobUnschedulable: stopping after trainer.schedule_limit_s=40" in text, text[-3000:]
     assert "this job requests: 1 policy replica(s) {CPU: 0.5}" in text
     assert "failed: JobUnschedulable" in (run / "report.html").read_text()
+    assert "deleting Serve apps ['drkernel-train-verifier', 'drkernel-train-policy']" in text  # the waiting one too
 
 
 def test_the_tiny_recipe_with_the_demos_shares_reaches_step_two(two_cpu_cluster, tiny_recipe, tmp_path):
