@@ -301,10 +301,10 @@ class TrainJob:
                     f"or --resume to take over the apps a killed run of this job left behind)"
                 )
             log.warning("replacing Serve app %s left behind by the run being resumed", name)
+        self._apps.append(name)  # before it runs: a deployment stopped while it waits is deleted too
         serve.run(
             app, name=name, route_prefix=route_prefix, logging_config=serve_logging_config(self.cfg.logging.verbose)
         )
-        self._apps.append(name)
 
     def _deploy_verifier(self) -> Any:
         """The app `drkernel serve verifier` runs, autoscaled, under this job's name; an HTTP route only when

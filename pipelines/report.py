@@ -30,6 +30,7 @@ from typing import Any
 
 from pipelines.cli import UsageError
 
+MAX_OUTCOMES = 100_000  # trajectory rows a page holds (the latest): beyond that the page would be too heavy to open
 PAGE = Path(__file__).with_name("report_page.html")  # the page: CSS, the browser's JS, slots for title/plots/data
 
 STEP_COLUMNS = (
@@ -123,11 +124,36 @@ def _plots(run: Path, rows: list[dict[str, Any]], config: dict[str, Any]) -> lis
         ]
 
 
+def _task_names(run: Path, config: dict[str, Any]) -> dict[str, str]:
+    """task uuid -> the task's name, from the run's prompt pool (best effort: ids stay ids without it)."""
+    import pyarrow.parquet as pq
+
+    given = (config.get("rl_data") or {}).get("prompt_file")
+    names: dict[str, str] = {}
+    for path in [Path(given)] if given else sorted(run.glob("prompts-*.parquet")):
+        try:
+            rows = pq.read_table(path, columns=["extra_info"]).column("extra_info").to_pylist()
+        except Exception:  # a folder of files, another schema, gone: the report shows ids
+            continue
+        for info in rows:
+            info = json.loads(info) if isinstance(info, str) else info or {}
+            uid = info.get("uuid") or info.get("problem_id")
+            name = info.get("name") or info.get("module_name")
+            if uid and name:
+                names[str(uid)] = str(name)
+    return names
+
+
 def _train_data(run: Path) -> dict[str, Any]:
     config = _json(run / "config.json")
     metrics = _finite(_jsonl(run / "metrics.jsonl"))
-    outcomes = _jsonl(run / "outcomes.jsonl")
-    samples = _jsonl(run / "samples.jsonl")
+    names = _task_names(run, config)
+    outcomes = [
+        r | {"task": names.get(str(r.get("task_uid")), r.get("task_uid"))} for r in _jsonl(run / "outcomes.jsonl")
+    ]
+    samples = [
+        r | {"task": names.get(str(r.get("task_uid")), r.get("task_uid"))} for r in _jsonl(run / "samples.jsonl")
+    ]
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16] if config else None
     return {
         "kind": "train",
@@ -135,7 +161,8 @@ def _train_data(run: Path) -> dict[str, Any]:
         "config_digest": digest,
         "summary": _json(run / "summary.json"),
         "metrics": metrics,
-        "outcomes": outcomes,
+        "outcomes": outcomes[-MAX_OUTCOMES:],
+        "outcomes_total": len(outcomes),
         "samples": samples,
     }
 
@@ -163,6 +190,7 @@ def _eval_data(folder: Path) -> dict[str, Any]:
                     "group_id": record.get("task"),
                     "sample_index": record.get("sample"),
                     "task_uid": record.get("task"),
+                    "task": record.get("task"),
                     "outcome": "errored" if record.get("error") else "judged",
                     "detail": record.get("error") or "",
                     "end_reason": None,
@@ -172,15 +200,15 @@ def _eval_data(folder: Path) -> dict[str, Any]:
                 }
             )
     settings = report.get("settings", {})
+    outcomes = [s | {"turns": [{k: t[k] for k in ("turn", "category", "reward")} for t in s["turns"]]} for s in samples]
     return {
         "kind": "eval",
         "config": settings,
         "config_digest": hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16],
         "summary": report.get("summary", {}),
         "metrics": [],
-        "outcomes": [
-            s | {"turns": [{k: t[k] for k in ("turn", "category", "reward")} for t in s["turns"]]} for s in samples
-        ],
+        "outcomes": outcomes,
+        "outcomes_total": len(outcomes),
         "samples": samples,
     }
 

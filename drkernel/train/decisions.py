@@ -3,8 +3,10 @@
 A trajectory that reached the trainer ends one of these ways (the queue's `dropped_stale` never reaches it):
 
     trained        at least one of its turns carried loss tokens into the update
-    filtered       its group left the step: the group-variance filter dropped it (reward std below min_std),
-                   kept it for a later step (`buffered`: too few groups passed), or it was an excess group
+    filtered       its group left the step: the group-variance filter dropped it (reward std below min_std) or
+                   it was an excess group (more passed than the step takes)
+    buffered       its group passed but too few did: the filter holds it for a later step (the step is skipped),
+                   where it is trained with the detail "from the filter's buffer of an earlier step"
     rejected_mrs   every counted turn lost its tokens to mismatch rejection; the figure is the turn's
                    geometric-mean importance ratio exp(mean(log p_train - log p_rollout))
     rejected_prs   every counted turn was dropped by profiling-based rejection; the figure is its coverage
@@ -38,14 +40,18 @@ def _filtered(trajectories: Sequence[Trajectory], chosen: set[str], skipped: boo
             continue
         last = [next((t.reward for t in reversed(m.turns) if not t.masked), 0.0) for m in members]
         std = float(torch.tensor(last, dtype=torch.float64).std(correction=0)) if last else 0.0
+        outcome = "filtered"
         if std < min_std:
             detail = f"reward std {std:.3g} < min_std {min_std:g}"
         elif skipped:
-            detail = f"buffered: too few groups passed the filter this step (reward std {std:.3g})"
+            outcome, detail = (
+                "buffered",
+                f"too few groups passed the filter: held for a later step (reward std {std:.3g})",
+            )
         else:
             detail = f"excess group: more groups passed than the step takes (reward std {std:.3g})"
         rows += [
-            {"group_id": gid, "sample_index": m.sample_index, "outcome": "filtered", "detail": detail, "turns": []}
+            {"group_id": gid, "sample_index": m.sample_index, "outcome": outcome, "detail": detail, "turns": []}
             for m in members
         ]
     return rows
@@ -115,11 +121,11 @@ def row_decisions(
 
 
 def merge_rank_decisions(per_rank: Sequence[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """One list from every rank's: a row decided by a rank that trained it wins over another rank's `filtered`."""
+    """One list from every rank's: a row decided by the rank that trained it wins over the others' filter rows."""
     merged: dict[tuple[str, int], dict[str, Any]] = {}
     for rows in per_rank:
         for row in rows:
             key = (row["group_id"], row["sample_index"])
-            if key not in merged or merged[key]["outcome"] == "filtered":
+            if key not in merged or merged[key]["outcome"] in ("filtered", "buffered"):
                 merged[key] = row
     return list(merged.values())

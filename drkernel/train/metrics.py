@@ -37,6 +37,7 @@ class MetricsWriter:
         self._jsonl = (self.out_dir / "metrics.jsonl").open("a") if jsonl else None
         self._samples = self.out_dir / "samples.jsonl"
         self._outcomes = self.out_dir / "outcomes.jsonl"
+        self._held: dict[tuple[str, int], dict[str, Any]] = {}  # buffered by the filter: their summary, for later
         self._tb = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
@@ -77,54 +78,35 @@ class MetricsWriter:
         """One line per trajectory trained on this step (joined with the trainer's decision), per group dropped
         or failed since the last step, and the step's samples; returns `outcomes/<outcome>` counts."""
         decided = {(d["group_id"], d["sample_index"]): d for d in decisions}
-        counts: dict[str, float] = {}
-        lines = []
-        for row in trajectories:
-            d = decided.get((row["group_id"], row["sample_index"]), {"outcome": "undecided", "detail": "", "turns": []})
-            by_turn = {t["turn"]: t for t in d["turns"]}
-            turns = [t | {k: v for k, v in by_turn.get(t["turn"], {}).items() if k != "turn"} for t in row["turns"]]
-            lines.append({"step": step, **row, "turns": turns, "outcome": d["outcome"], "detail": d["detail"]})
+        lines = [_joined(step, row, decided.get((row["group_id"], row["sample_index"]))) for row in trajectories]
         known = {(r["group_id"], r["sample_index"]) for r in trajectories}
-        for d in decisions:  # trained from the filter's buffer: their summary came with an earlier step
-            if (d["group_id"], d["sample_index"]) not in known:
-                lines.append({"step": step, **d})
+        for key, d in decided.items():  # trained from the filter's buffer: their summary came with an earlier step
+            if key not in known:
+                held = self._held.pop(key, {"group_id": key[0], "sample_index": key[1], "turns": []})
+                lines.append(_joined(step, held, d))
+        for line in lines:
+            if line["outcome"] == "buffered":
+                summary = {k: v for k, v in line.items() if k not in ("step", "outcome", "detail")}
+                self._held[line["group_id"], line["sample_index"]] = summary
         for g in dropped:
             lines += [
-                {
-                    "step": step,
-                    "group_id": g["group_id"],
-                    "sample_index": i,
-                    "task_uid": g["task_uid"],
-                    "turns": [],
-                    "outcome": "dropped_stale",
-                    "detail": g["detail"],
-                }
+                {"step": step, "group_id": g["group_id"], "sample_index": i, "task_uid": g["task_uid"], "turns": []}
+                | {"outcome": "dropped_stale", "detail": g["detail"]}
                 for i in g["samples"]
             ]
         lines += [
-            {
-                "step": step,
-                "group_id": f["group_id"],
-                "sample_index": None,
-                "turns": [],
-                "outcome": "failed",
-                "detail": f["error"],
-            }
+            {"step": step, "group_id": f["group_id"], "sample_index": None, "turns": [], "outcome": "failed"}
+            | {"detail": f["error"]}
             for f in failed
         ]
+        counts: dict[str, float] = {}
         for line in lines:
             counts[f"outcomes/{line['outcome']}"] = counts.get(f"outcomes/{line['outcome']}", 0.0) + 1.0
         with self._outcomes.open("a") as f:
             f.writelines(json.dumps(line, default=str) + "\n" for line in lines)
-        records = []
-        for sample in samples:
-            d = decided.get(
-                (sample["group_id"], sample["sample_index"]), {"outcome": "undecided", "detail": "", "turns": []}
-            )
-            by_turn = {t["turn"]: t.get("decision") for t in d["turns"]}
-            turns = [t | {"decision": by_turn.get(t["turn"])} for t in sample["turns"]]
-            records.append({**sample, "turns": turns, "outcome": d["outcome"], "detail": d["detail"]})
-        self.write_samples(step, records)
+        self.write_samples(
+            step, [_joined(step, s, decided.get((s["group_id"], s["sample_index"])), "decision") for s in samples]
+        )
         return counts
 
     def close(self) -> None:
@@ -134,3 +116,15 @@ class MetricsWriter:
             self._tb.close()
         if self._wandb is not None:
             self._wandb.finish()
+
+
+def _joined(step: int, row: dict[str, Any], decision: dict[str, Any] | None, only: str | None = None) -> dict[str, Any]:
+    """`row` (a trajectory's summary or whole record) with the trainer's decision: the outcome, why, and per turn
+    what the decision says (all of it, or only the key `only`)."""
+    d = decision or {"outcome": "undecided", "detail": "", "turns": []}
+    by_turn = {t["turn"]: {k: v for k, v in t.items() if k != "turn"} for t in d["turns"]}
+    turns = []
+    for t in row["turns"]:
+        extra = by_turn.get(t["turn"], {})
+        turns.append(t | ({only: extra.get(only)} if only else extra))
+    return {"step": step, **row, "turns": turns, "outcome": d["outcome"], "detail": d["detail"]}

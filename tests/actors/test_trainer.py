@@ -205,8 +205,12 @@ def test_rank_zero_pulls_its_batch_and_the_caller_never_holds_a_trajectory(ray_c
     assert report["group_ids"] == ["g0"] and report["min_versions"] == [0] and report["tokens"] > 0
     assert len(report["samples"]) == 1 and report["samples"][0]["group_id"] == "g0"
     assert len(report["refs"]) == 1 and isinstance(report["refs"][0], ray.ObjectRef)
+    assert len(report["trajectories"]) == 3 and report["samples"][0]["prompt"]  # an outcome row each, one whole
     metrics = ray.get(trainer.train_pulled.remote(report["refs"]))
     assert metrics["train/stepped"] == 1.0 and metrics["rollout/trajectories"] == 3.0
+    decisions = ray.get(trainer.last_decisions.remote())  # what the step did with each of them
+    assert sorted(d["sample_index"] for d in decisions) == [0, 1, 2]
+    assert any(d["outcome"] == "trained" for d in decisions)
     assert ray.get(trainer.pull_batch.remote(queue, 1, 0.2)) is None  # nothing left: the queue gave it once
     for actor in (trainer, queue):
         ray.kill(actor)

@@ -20,6 +20,9 @@ from pathlib import Path
 
 import psutil
 
+from drkernel.config.base import load_config
+from drkernel.config.train import TrainConfig
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 MARK = "DRKERNEL_TEST_CLUSTER"
@@ -166,3 +169,15 @@ def status(cluster: dict, job: str) -> str:
 
 def logs(cluster: dict, job: str) -> str:
     return ray_cmd("job", "logs", "--address", cluster["address"], job, env=cluster["env"]).stdout
+
+
+def demo_shares() -> list[str]:
+    """The demo's CPU reservations, read from its config (1.75 CPUs of actors and replicas, 1 per read task)."""
+    demo = load_config(TrainConfig, REPO / "configs" / "demo.yaml", [])
+    return [
+        f"policy.cpus_per_replica={demo.policy.cpus_per_replica}",
+        f"verifier.cpus_per_replica={demo.verifier.cpus_per_replica}",
+        f"trainer.cpus_per_worker={demo.trainer.cpus_per_worker}",
+        f"rollout.cpus_per_worker={demo.rollout.cpus_per_worker}",
+        f"rl_data.read_cpus={demo.rl_data.read_cpus}",
+    ]

@@ -38,6 +38,15 @@ def test_eval_of_a_checkpoint_resumes_a_chunk_and_counts_every_sample(ray_cluste
     assert len(summary["per_turn"]) == summary["max_turns"] == 2
     report = json.loads((out / "report.json").read_text())
     assert report["summary"]["best"] == summary["best"] and report["settings"]["tasks"] == ["add", "relu"]
+    page = (out / "report.html").read_text()  # beside report.md: every sample in the trajectory browser's data
+    data = json.loads(page.split('id="report-data">', 1)[1].split("</script>", 1)[0])
+    assert (
+        data["kind"] == "eval" and data["status"] == "finished" and summary["files"]["html"] == str(out / "report.html")
+    )
+    assert sorted((s["task_uid"], s["sample_index"]) for s in data["samples"]) == sorted(
+        (s["task"], s["sample"]) for s in samples
+    )
+    assert [len(s["turns"]) for s in data["samples"]] == [len(s["turns"]) for s in samples]
     assert "| turn |" in (out / "report.md").read_text()
     assert (out / "fast_by_turn.png").read_bytes()[:4] == b"\x89PNG"
     assert main(["eval", *args, "--k", "3", *overrides]) == 2  # other settings in the same folder: refused

@@ -12,26 +12,10 @@ import re
 import time
 
 import pytest
-from cluster_support import logs, private_cluster, ray_cmd, status, submit
-
-from drkernel.config.base import load_config
-from drkernel.config.train import TrainConfig
-from pipelines.demo import DEMO_CONFIG
+from cluster_support import demo_shares, logs, private_cluster, ray_cmd, status, submit
 
 pytestmark = pytest.mark.integration
 HANG_GUARD_S = 1200  # at load 20 two steps of the ray job took over 10 minutes
-
-
-def demo_shares() -> list[str]:
-    """The demo's CPU reservations, read from its config (1.75 CPUs of actors and replicas, 1 per read task)."""
-    demo = load_config(TrainConfig, DEMO_CONFIG, [])
-    return [
-        f"policy.cpus_per_replica={demo.policy.cpus_per_replica}",
-        f"verifier.cpus_per_replica={demo.verifier.cpus_per_replica}",
-        f"trainer.cpus_per_worker={demo.trainer.cpus_per_worker}",
-        f"rollout.cpus_per_worker={demo.rollout.cpus_per_worker}",
-        f"rl_data.read_cpus={demo.rl_data.read_cpus}",
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +75,7 @@ def test_work_waiting_for_resources_is_reported_then_ends_the_job(two_cpu_cluste
     assert "JobUnschedulable: stopping after trainer.schedule_limit_s=40" in text, text[-3000:]
     assert "this job requests: 1 policy replica(s) {CPU: 0.5}" in text
     assert "failed: JobUnschedulable" in (run / "report.html").read_text()
+    assert "deleting Serve apps ['drkernel-train-verifier', 'drkernel-train-policy']" in text  # the waiting one too
 
 
 def test_the_tiny_recipe_with_the_demos_shares_reaches_step_two(two_cpu_cluster, tiny_recipe, tmp_path):
