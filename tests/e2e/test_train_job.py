@@ -104,7 +104,8 @@ def _check_records_and_report(run: Path, rows: list[dict], summary: dict) -> Non
     assert [t for t, _ in tags].count("script") == 2
     assert all(v.startswith("data:") for _, a in tags for k, v in a.items() if k in ("src", "href"))
     data = json.loads(scripts["report-data"])
-    assert data["samples"] == samples and len(data["outcomes"]) == len(outcomes)
+    assert [{k: v for k, v in s.items() if k != "task"} for s in data["samples"]] == samples
+    assert len(data["outcomes"]) == len(outcomes) and {s["task"] for s in data["samples"]} <= {"add", "relu"}
     assert [r["step"] for r in data["metrics"]] == [0, 1, 2] and data["config"]["trainer"]["total_steps"] == 2
     kernels = [t["kernel"] for s in samples for t in s["turns"] if t["kernel"] and "<" in t["kernel"]]
     assert all(k not in text for k in kernels)  # a kernel's `<` never reaches the page as markup
