@@ -236,39 +236,23 @@ class TrainJob:
         )
 
     def requests(self) -> dict[str, dict[str, float]]:
-        """What each part of the job asks the cluster for (accelerators by their resolved kind), for messages."""
+        """What each part of the job asks the cluster for, in Ray's resource names (for the wait reports)."""
         c = self.cfg
-
-        def ask(n: int, cpus: float, device: str, share: float, what: str) -> tuple[str, dict[str, float]]:
-            res = {"CPU": n * cpus} | ({"GPU" if device == "cuda" else "NPU": n * share} if device != "cpu" else {})
-            return f"{n} {what}", res
-
-        parts = [
-            ask(
-                c.policy.num_replicas,
-                c.policy.cpus_per_replica,
-                c.policy.device,
-                c.policy.accelerators_per_replica,
-                "policy replica(s)",
-            ),
-            ask(
-                c.verifier.autoscaling.max_replicas,
-                c.verifier.cpus_per_replica,
-                "cpu",
-                0.0,
-                "verifier replica(s) at most",
-            ),
-            ask(
-                c.trainer.num_workers,
-                c.trainer.cpus_per_worker,
-                c.trainer.device,
-                c.trainer.accelerators_per_worker,
-                "trainer rank(s)",
-            ),
-            ask(c.rollout.num_workers, c.rollout.cpus_per_worker, "cpu", 0.0, "rollout worker(s)"),
-            ("prompt reads, per task", {"CPU": self.read_cpus}),
-        ]
-        return dict(parts)
+        parts = {  # name: (count, CPUs, device, accelerator share) of one
+            "policy replica(s)": (c.policy.num_replicas, c.policy.cpus_per_replica, c.policy.device,
+                                  c.policy.accelerators_per_replica),
+            "verifier replica(s) at most": (c.verifier.autoscaling.max_replicas, c.verifier.cpus_per_replica, "cpu",
+                                            1.0),
+            "trainer rank(s)": (c.trainer.num_workers, c.trainer.cpus_per_worker, c.trainer.device,
+                                c.trainer.accelerators_per_worker),
+            "rollout worker(s)": (c.rollout.num_workers, c.rollout.cpus_per_worker, "cpu", 1.0),
+        }  # fmt: skip
+        asked = {}
+        for name, (n, cpus, device, share) in parts.items():
+            one = ray_options(device if device != "auto" else "cpu", cpus, share)
+            res = {"CPU": one["num_cpus"], "GPU": one.get("num_gpus", 0.0), **one.get("resources", {})}
+            asked[f"{n} {name}"] = {k: n * v for k, v in res.items() if v}
+        return asked | {"prompt reads, per task": {"CPU": self.read_cpus}}
 
     def _fit_reads(self) -> None:
         """rl_data.read_cpus, or what the cluster has left after this job's actors and replicas (down to the floor);

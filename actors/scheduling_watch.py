@@ -76,7 +76,7 @@ class SchedulingWatch:
             line = describe_wait(
                 waited, self.phase, pending, ray.available_resources(), ray.cluster_resources(), self.requests
             )
-            if waited >= self.limit_s:
+            if waited >= self.limit_s and not self._stop.is_set():  # never once the job is cleaning up
                 self.reason = f"stopping after trainer.schedule_limit_s={self.limit_s:g}: {line}"
                 log.error("%s", self.reason)
                 signal.pthread_kill(threading.main_thread().ident, STOP_SIGNAL)

@@ -93,6 +93,8 @@ def row_decisions(
             if slot in infra:
                 turns.append({"turn": slot, "decision": "masked_infra"})
             if not counted:
+                if traj is not None and slot < len(traj.turns) and slot not in infra:  # the meaningful-turn rule
+                    turns.append({"turn": slot, "decision": "not_counted"})
                 continue
             if not bool(batch.prs_keep[i, slot]):
                 prs = True

@@ -62,7 +62,7 @@ def test_work_waiting_for_resources_is_reported_then_ends_the_job(two_cpu_cluste
             time.sleep(1)
         run = tmp_path / "run"
         args = ["--output-dir", str(run), *overrides, *demo_shares(), f"policy.http_port={cluster['serve_http']}"]
-        job = submit(cluster, [*args, "trainer.schedule_warn_s=5", "trainer.schedule_limit_s=40"])
+        job = submit(cluster, [*args, "trainer.schedule_warn_s=5", "trainer.schedule_limit_s=20"])
         assert _wait_end(cluster, job, 600) == "FAILED"
         text = logs(cluster, job)
     finally:
@@ -72,7 +72,7 @@ def test_work_waiting_for_resources_is_reported_then_ends_the_job(two_cpu_cluste
     )
     assert warned, text[-4000:]
     assert "1 x {CPU: 0.5}" in warned.group(2) and warned.group(3).startswith("{CPU: 0} of {CPU: 2"), warned.group(0)
-    assert "JobUnschedulable: stopping after trainer.schedule_limit_s=40" in text, text[-3000:]
+    assert "JobUnschedulable: stopping after trainer.schedule_limit_s=20" in text, text[-3000:]
     assert "this job requests: 1 policy replica(s) {CPU: 0.5}" in text
     assert "failed: JobUnschedulable" in (run / "report.html").read_text()
     assert "deleting Serve apps ['drkernel-train-verifier', 'drkernel-train-policy']" in text  # the waiting one too

@@ -104,7 +104,8 @@ def _check_records_and_report(run: Path, rows: list[dict], summary: dict) -> Non
     assert [t for t, _ in tags].count("script") == 2
     assert all(v.startswith("data:") for _, a in tags for k, v in a.items() if k in ("src", "href"))
     data = json.loads(scripts["report-data"])
-    assert data["samples"] == samples and len(data["outcomes"]) == len(outcomes)
+    assert [{k: v for k, v in s.items() if k != "task"} for s in data["samples"]] == samples
+    assert len(data["outcomes"]) == len(outcomes) and {s["task"] for s in data["samples"]} <= {"add", "relu"}
     assert [r["step"] for r in data["metrics"]] == [0, 1, 2] and data["config"]["trainer"]["total_steps"] == 2
     kernels = [t["kernel"] for s in samples for t in s["turns"] if t["kernel"] and "<" in t["kernel"]]
     assert all(k not in text for k in kernels)  # a kernel's `<` never reaches the page as markup
@@ -229,7 +230,11 @@ def test_a_killed_job_resumes_where_an_unbroken_run_ends(ray_cluster, tiny_recip
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    resumed = TrainJob(_cfg(common, f"trainer.output_dir={killed_dir}"), resume=True).main()
+    reports: list[str] = []  # the run's report is rewritten when it resumes and when it ends
+    resumed = TrainJob(
+        _cfg(common, f"trainer.output_dir={killed_dir}"), resume=True, on_report=lambda _, s: reports.append(s)
+    ).main()
+    assert len(reports) == 2 and reports[0].startswith("resumed at step ") and reports[1] == "finished: 3 steps"
 
     assert resumed["steps"] == unbroken["steps"] == 3
     saved = json.loads((tmp_path / "a" / "summary.json").read_text())  # the run folder holds its summary and plots

@@ -97,6 +97,8 @@ def test_incompatible_config_is_refused_naming_each_key(tmp_path):
         }
     )
     check_compatible(saved, grown.model_dump(mode="json"), step=10)  # resources, logging, a longer run: fine
+    older = {**saved, "trainer": {k: v for k, v in saved["trainer"].items() if not k.startswith("schedule_")}}
+    check_compatible(older, saved, step=10)  # a checkpoint from before the scheduling watch resumes
     changed = TrainConfig.model_validate(
         {"model": {"hidden_size": 128}, "algorithm": {"loss": {"clip_ratio_c": 5.0}}, "trainer": {"lr": 1e-4}}
     )

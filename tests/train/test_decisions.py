@@ -64,3 +64,18 @@ def test_ranks_merge_each_keeping_its_own_rows():
         ("keep", 0, "trained"),
         ("keep", 1, "rejected_mrs"),
     ]
+
+
+def test_a_turn_the_meaningful_turn_rule_leaves_out_is_named_so():
+    cfg = AlgorithmConfig.model_validate({"filter": {"enabled": False}, "prs": {"enabled": False}})
+    regressed = make_trajectory("g", 0, [TurnSpec(reward=1.0, correct=True), TurnSpec(reward=0.0)])
+    plain = make_trajectory("g", 1, [TurnSpec(reward=0.0), TurnSpec(reward=0.0)])
+    group_filter = GroupVarianceFilter(cfg.filter, target_groups=1, group_size=2)
+    batch = build_step_batch([regressed, plain], cfg, 0, group_filter, prs_generator(0), max_turns=2)
+    old = batch.to_turns(batch.rollout_log_probs)
+    unrejected, loss_mask, _, _ = loss_masks(batch, old, cfg)
+    masks = {"unrejected": unrejected, "loss_mask": loss_mask, "old_log_prob": old}
+    rows = row_decisions([regressed, plain], [], batch, masks, stepped=True, min_std=0.0, filter_enabled=False)
+    first = next(r for r in rows if r["sample_index"] == 0)
+    assert first["outcome"] == "trained"
+    assert [t["decision"] for t in first["turns"]] == ["trained", "not_counted"]  # a regression after a success
