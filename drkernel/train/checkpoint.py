@@ -49,6 +49,8 @@ RESUMABLE_KEYS = (
     "trainer.num_threads",
     "trainer.micro_batch_size",
     "trainer.gradient_checkpointing",
+    "trainer.offload_optimizer",
+    "trainer.lm_head_chunk_tokens",
     "trainer.measure_update_effect",
     "trainer.stall_*",
     "trainer.schedule_*",
