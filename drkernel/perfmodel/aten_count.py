@@ -4,9 +4,9 @@ A TorchDispatchMode sees each operator below autograd, once (the operators it ca
 with the mode off). Views, allocations and metadata operators launch nothing and are skipped. Bytes:
 every tensor argument is read once (its distinct storage extent, so a broadcast view counts its real
 size), every returned tensor written once. Flops: torch's own formulas for matmul-class operators
-(torch.utils.flop_counter), priced at the precision of the operands; FP32 matmuls are FP32 (eager
-PyTorch leaves TF32 off), FP32 convolutions TF32 (cuDNN's default), complex ones count their real arithmetic
-(4x the formula's), fp64 ones the FP64 rate.
+(torch.utils.flop_counter; for the fused attention operators it has none for, its attention formula), priced
+at the precision of the operands; FP32 matmuls are FP32 (eager PyTorch leaves TF32 off), FP32 convolutions
+TF32 (cuDNN's default), complex ones count their real arithmetic (4x the formula's), fp64 ones the FP64 rate.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
-from torch.utils.flop_counter import flop_registry
+from torch.utils.flop_counter import flop_registry, sdpa_backward_flop_count, sdpa_flop_count
 
 from drkernel.perfmodel.cost import LaunchCount
 
@@ -80,6 +80,35 @@ def _real_flops(tensors: list[torch.Tensor]) -> float:
     return 4.0 if any(t.is_complex() for t in tensors) else 1.0
 
 
+def _attention(q: Any, k: Any, v: Any, *_: Any, **__: Any) -> int:
+    return sdpa_flop_count(q.shape, k.shape, v.shape)
+
+
+def _attention_backward(grad: Any, q: Any, k: Any, v: Any, *_: Any, **__: Any) -> int:
+    return sdpa_backward_flop_count(grad.shape, q.shape, k.shape, v.shape)
+
+
+# Flop formulas torch.utils.flop_counter lacks: the fused attention kernels eager PyTorch runs on CPU (and the
+# device-neutral fused entry points), counted like the CUDA flash / efficient attention kernels it registers
+# (issue 35: every CPU attention reference was priced by its bytes alone).
+EXTRA_FLOPS: dict[str, Any] = {
+    "_scaled_dot_product_flash_attention_for_cpu": _attention,
+    "_scaled_dot_product_fused_attention_overrideable": _attention,
+    "_scaled_dot_product_attention_math_for_mps": _attention,
+    "_scaled_dot_product_flash_attention_for_cpu_backward": _attention_backward,
+    "_scaled_dot_product_fused_attention_overrideable_backward": _attention_backward,
+}
+
+
+def flop_formula(func: Any) -> Any:
+    """The flop formula of an aten operator (called with its args, kwargs and out_val), or None."""
+    formula = flop_registry.get(func._overloadpacket)
+    if formula is not None:
+        return formula
+    extra = EXTRA_FLOPS.get(str(func._schema.name).removeprefix("aten::"))
+    return None if extra is None else lambda *args, out_val=None, **kwargs: extra(*args, **kwargs)
+
+
 def count_op(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> LaunchCount:
     ins = [x for x in tree_flatten((args, kwargs))[0] if isinstance(x, torch.Tensor)]
     outs = [x for x in tree_flatten(out)[0] if isinstance(x, torch.Tensor)]
@@ -92,7 +121,7 @@ def count_op(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any)
             read += tensor_bytes(t)
     written = sum(tensor_bytes(t) for t in outs)
     flops: dict[str, float] = {}
-    formula = flop_registry.get(func._overloadpacket)
+    formula = flop_formula(func)
     if formula is not None:
         flops[_precision(func, ins)] = float(formula(*args, **kwargs, out_val=out)) * _real_flops(ins)
     return LaunchCount(op_name(func), "aten", read, written, 0, flops)

@@ -6,11 +6,13 @@ Two sources, because neither sees everything:
 - A wrapper around `run` of the JIT function classes (JITFunction, and InterpretedFunction in the
   interpreter) sees launches in both modes and knows the source file of the kernel, which is how a
   launch is attributed to the candidate rather than to a library (exact file, not a name match).
-Under the interpreter the wrapper's wall time, less the time the kernel body spends in calls to
-anything but Triton (torch, plain Python helpers: `track_foreign`), is the kernel's execution time
-(CPU coverage). A launch counts as the candidate's only when the JIT object that ran was defined in
-the candidate's file: the launch hook's names merely annotate the wrapper's launch with its stream,
-so a kernel named like a library kernel gains nothing (issue 8, seen #10).
+Under the interpreter the wrapper's wall time, less the time spent in the candidate file's code that is
+not a kernel body (whoever called it: a grid function, a hook, an `__index__` Triton's launcher calls) and
+in calls a kernel body makes to anything but Triton (torch, plain Python helpers: `track_foreign`), is the
+kernel's execution time (CPU coverage). A kernel body is known by its code's file, name and the lines its
+jit function spans, not by name alone. A launch counts as the candidate's only when the JIT object
+that ran was defined in the candidate's file: the launch hook's names merely annotate the wrapper's
+launch with its stream, so a kernel named like a library kernel gains nothing (issue 8, seen #10).
 """
 
 from __future__ import annotations
@@ -52,6 +54,17 @@ def _kernel_source_file(jit_obj: Any) -> str | None:
     return getattr(code, "co_filename", None)
 
 
+def _kernel_span(jit_obj: Any) -> tuple[str, int, int] | None:
+    """(name, first line, last line) of a jit function's source. The interpreter runs a rewrite of the body
+    compiled under the same file name and def line, so a frame is this kernel's when its code starts inside
+    the span (a plain function of the same name elsewhere in the file does not)."""
+    code = getattr(getattr(jit_obj, "fn", None), "__code__", None)
+    if code is None:
+        return None
+    last = max((line for _, _, line in code.co_lines() if line is not None), default=code.co_firstlineno)
+    return code.co_name, code.co_firstlineno, last
+
+
 def jit_functions(module: ModuleType) -> list[Any]:
     """The module's Triton kernels: JITFunction-like globals, unwrapping Autotuner/Heuristics via `.fn`."""
     from triton.runtime.jit import KernelInterface
@@ -77,6 +90,7 @@ class LaunchRecorder:
         self.candidate_file = candidate_file
         self.max_programs = max_programs  # triton-ascend's per-launch limit on NPU (drkernel/verify/ascend_grid.py)
         self.candidate_names: set[str] = set()
+        self.kernel_spans: dict[str, list[tuple[int, int]]] = {}  # name -> (first, last) lines of its jit sources
         self._window: Window | None = None
         self._patched: list[tuple[type, Any]] = []
         self._hook_chain: Any = None
@@ -170,10 +184,12 @@ class LaunchRecorder:
         import triton
 
         triton_dir = os.path.dirname(os.path.abspath(triton.__file__))
-        names, path = self.candidate_names, self.candidate_file
+        spans, path = self.kernel_spans, self.candidate_file
 
         def body(code: Any) -> bool:
-            return code.co_filename == path and code.co_name in names
+            return code.co_filename == path and any(
+                lo <= code.co_firstlineno <= hi for lo, hi in spans.get(code.co_name, ())
+            )
 
         def kernelish(code: Any) -> bool:
             return code.co_filename.startswith(triton_dir) or body(code)
@@ -182,8 +198,12 @@ class LaunchRecorder:
 
         def profiler(frame: Any, event: str, arg: Any) -> None:
             if event == "call":
-                caller = frame.f_back
-                if not open_call and caller is not None and body(caller.f_code) and not kernelish(frame.f_code):
+                if open_call:
+                    return
+                code, caller = frame.f_code, frame.f_back
+                if (code.co_filename == path and not body(code)) or (
+                    caller is not None and body(caller.f_code) and not kernelish(code)
+                ):
                     open_call[:] = [frame, None, time.perf_counter()]
             elif event == "c_call":
                 if not open_call and body(frame.f_code):
@@ -206,7 +226,7 @@ class LaunchRecorder:
         is_candidate = _kernel_source_file(jit_obj) == self.candidate_file
         name = getattr(getattr(jit_obj, "fn", None), "__name__", None) or "?"
         if is_candidate:
-            self.candidate_names.add(name)
+            self._add_kernel(jit_obj)
         if self._window is None:
             return None
         launch = Launch(name, is_candidate, None, 0.0)
@@ -217,8 +237,14 @@ class LaunchRecorder:
         """Register the candidate module's kernels by name (the launch hook only knows names)."""
         for obj in jit_functions(module):
             if _kernel_source_file(obj) == self.candidate_file:
-                self.candidate_names.add(getattr(obj.fn, "__name__", "?"))
+                self._add_kernel(obj)
         return sorted(self.candidate_names)
+
+    def _add_kernel(self, jit_obj: Any) -> None:
+        self.candidate_names.add(getattr(jit_obj.fn, "__name__", "?"))
+        span = _kernel_span(jit_obj)
+        if span is not None and span[1:] not in self.kernel_spans.setdefault(span[0], []):
+            self.kernel_spans[span[0]].append(span[1:])
 
     def _hook(self, metadata: Any) -> None:
         if self._window is None:

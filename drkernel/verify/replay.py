@@ -132,12 +132,12 @@ LINEAR_ATEN = frozenset(
 
 
 def priced(op: Any) -> bool:
-    from torch.utils.flop_counter import flop_registry
+    from drkernel.perfmodel.aten_count import flop_formula
 
     base = op._schema.name.removeprefix("aten::")
     return (
         torch.Tag.pointwise in op.tags
-        or op._overloadpacket in flop_registry
+        or flop_formula(op) is not None
         or base in LINEAR_ATEN
         or bool(getattr(op, "is_view", False))
     )
@@ -206,12 +206,13 @@ class Replay:
         inputs: list[Any],
         kernels: ModuleType,
         kernel_names: set[str],
+        sector_bytes: int = 32,
     ) -> None:
         self.trace, self.kernels, self.kernel_names = trace, kernels, kernel_names
         self.storages: dict[int, torch.UntypedStorage] = {}
         self.counts: list[LaunchCount] = []
         self.aten = AtenCounter()
-        self.triton = TritonCounter(allowed=[])
+        self.triton = TritonCounter(allowed=[], sector_bytes=sector_bytes)
         offset = 0
         state_ok = set(committed)
         for bid, buf in enumerate(trace["buffers"]):
@@ -410,14 +411,13 @@ def model_candidate(
     }
     try:
         kernels, names = load_kernels(candidate_source, workdir)
-        replay = Replay(
-            trace, payload, committed, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs], kernels, names
-        )
+        inputs_copy = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        replay = Replay(trace, payload, committed, inputs_copy, kernels, names, profile.sector_bytes)
         with gpu_dot.emulated():  # tl.dot as the GPU computes it: priced at TF32, computed with TF32 operands
             out = replay.run()
     except ReplayFailed as err:
         return {**base, "verdict": "mismatch", "message": str(err)}
-    ok, message, _ = tensors.compare(ref_out, out, options.atol, options.rtol, options.correctness)
+    ok, message, _ = tensors.compare(ref_out, out, options.atol, options.rtol, options.correctness, inputs)
     if not ok:
         return {
             **base,
