@@ -105,3 +105,35 @@ def fp64_dot_kernel(a, b, c, N: tl.constexpr):
     x = tl.load(a + r[:, None] * N + r[None, :]).to(tl.float64)
     y = tl.load(b + r[:, None] * N + r[None, :]).to(tl.float64)
     tl.store(c + r[:, None] * N + r[None, :], tl.dot(x, y).to(tl.float32))
+
+
+@triton.jit
+def high_half_relu_kernel(xh, oh, n, BLOCK: tl.constexpr):
+    """relu on the high 16 bits of each fp32 only (int16 views; bf16 precision): half the bytes of each float."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    h = tl.load(xh + 2 * offs + 1, mask=m)
+    tl.store(oh + 2 * offs + 1, tl.where(h < 0, 0, h).to(tl.int16), mask=m)
+
+
+@triton.jit
+def histogram_kernel(x, o, N: tl.constexpr, BINS: tl.constexpr):
+    tl.store(o + tl.arange(0, BINS), tl.histogram(tl.load(x + tl.arange(0, N)), BINS))
+
+
+@triton.jit
+def pointer_walk_kernel(x, o, STEPS: tl.constexpr, BLOCK: tl.constexpr):
+    """Integer work done as pointer arithmetic: the pointer advances by each loaded value."""
+    offs = tl.arange(0, BLOCK)
+    p = o + offs * 0
+    for _ in tl.static_range(STEPS):
+        p += tl.load(x + offs)
+    tl.store(o + offs, (p.to(tl.int64) - o.to(tl.int64)).to(tl.int32))
+
+
+@triton.jit
+def inline_asm_kernel(x, o, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x + offs)
+    y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [v], dtype=tl.int32, is_pure=True, pack=1)
+    tl.store(o + offs, y)

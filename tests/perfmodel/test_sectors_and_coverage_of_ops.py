@@ -1,0 +1,136 @@
+"""Issue 35: the CPU cost model prices what a GPU moves and refuses what it cannot price.
+- Memory is counted in whole sectors (the profile's sector_bytes, 32 B on NVIDIA): a relu that loads and stores only
+  the high 16 bits of each fp32 moved half the bytes in the model and none fewer sectors on a GPU.
+- Every builder operation the interpreter can run is priced, routed to a priced one, known to be free, or refused;
+  tl.histogram and pointer arithmetic were free.
+- The fused attention operator eager PyTorch runs on CPU has a flop formula (it was priced by its bytes alone)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.utils.flop_counter import sdpa_flop_count
+
+from drkernel.config.verifier import VerifyOptions
+from drkernel.perfmodel import get_profile
+from drkernel.perfmodel.aten_count import AtenCounter
+from drkernel.perfmodel.triton_count import FREE_OPS, ROUTED_OPS, TritonCounter, Unsupported
+from drkernel.verify.replay import model_locally, priced
+
+from . import kernels as k
+
+RELU = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+def get_inputs():
+    return [torch.randn(1024, 2048)]
+
+def get_init_inputs():
+    return []
+"""
+CANDIDATE = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+{kernel}
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        n = x.numel()
+        {launch}
+        return out
+"""
+HONEST = CANDIDATE.format(
+    kernel="""@triton.jit
+def relu_kernel(x, o, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(o + offs, tl.maximum(tl.load(x + offs, mask=m), 0.0), mask=m)""",
+    launch="relu_kernel[(triton.cdiv(n, 4096),)](x, out, n, BLOCK=4096)",
+)
+HALF = CANDIDATE.format(
+    kernel="""@triton.jit
+def relu_kernel(xh, oh, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    h = tl.load(xh + 2 * offs + 1, mask=m)
+    tl.store(oh + 2 * offs + 1, tl.where(h < 0, 0, h).to(tl.int16), mask=m)""",
+    launch="relu_kernel[(triton.cdiv(n, 4096),)](x.view(torch.int16), out.view(torch.int16), n, BLOCK=4096)",
+)
+
+
+def test_a_launch_that_touches_half_of_each_float_moves_every_sector() -> None:
+    x = torch.randn(1024)
+    out = torch.zeros(1024)
+    with TritonCounter() as c:
+        k.high_half_relu_kernel[(4,)](x.view(torch.int16), out.view(torch.int16), 1024, BLOCK=256)
+    (got,) = c.launches
+    torch.testing.assert_close(out, torch.relu(x), atol=1e-2, rtol=1e-2)  # bf16 precision passes the tolerance
+    assert (got.read_bytes, got.write_bytes) == (4096, 4096)  # 2 KiB of each touched, 4 KiB of sectors
+    with TritonCounter(sector_bytes=4) as c:  # at a 4-byte granularity the same accesses are half the bytes
+        k.high_half_relu_kernel[(4,)](x.view(torch.int16), out.view(torch.int16), 1024, BLOCK=256)
+    assert (c.launches[0].read_bytes, c.launches[0].write_bytes) == (4096, 4096)
+    with TritonCounter(sector_bytes=2) as c:
+        k.high_half_relu_kernel[(4,)](x.view(torch.int16), out.view(torch.int16), 1024, BLOCK=256)
+    assert (c.launches[0].read_bytes, c.launches[0].write_bytes) == (2048, 2048)
+    assert all(p.sector_bytes == 32 for p in (get_profile("h200"), get_profile("a100")))
+
+
+def test_the_half_float_relu_models_no_faster_than_the_honest_one(tmp_path) -> None:
+    opts = VerifyOptions(device="cpu", timing="cpu_model")
+    honest = model_locally(RELU, HONEST, str(tmp_path / "honest"), opts)
+    half = model_locally(RELU, HALF, str(tmp_path / "half"), opts)
+    assert honest["verdict"] == half["verdict"] == "match", (honest["message"], half["message"])
+    assert half["cand_s"] >= honest["cand_s"], (half["cand"], honest["cand"])  # it was half the time before
+
+
+def test_histogram_and_pointer_arithmetic_are_priced() -> None:
+    x, o = torch.randint(0, 8, (64,), dtype=torch.int32), torch.zeros(8, dtype=torch.int32)
+    with TritonCounter() as c:
+        k.histogram_kernel[(1,)](x, o, N=64, BINS=8)
+    assert torch.equal(o, torch.bincount(x, minlength=8).int())
+    assert c.launches[0].flops.get("vector", 0) >= 64
+    x, o = torch.ones(16, dtype=torch.int32), torch.zeros(16, dtype=torch.int32)
+    with TritonCounter() as c:
+        k.pointer_walk_kernel[(1,)](x, o, STEPS=32, BLOCK=16)
+    assert torch.equal(o, torch.full((16,), 32 * 4, dtype=torch.int32))  # 32 steps of one int32 each
+    assert c.launches[0].flops["vector"] >= 32 * 16  # one pointer add per element per step
+
+
+def test_operations_the_counter_cannot_price_are_refused() -> None:
+    x, o = torch.ones(16), torch.zeros(16, dtype=torch.int32)
+    with TritonCounter(), pytest.raises(Exception) as raised:  # the interpreter wraps it (InterpreterError)
+        k.inline_asm_kernel[(1,)](x, o, BLOCK=16)
+    assert isinstance(raised.value, Unsupported) or isinstance(raised.value.__cause__, Unsupported), raised.value
+    assert "inline_asm is not counted" in str(raised.value)
+
+
+def test_every_builder_operation_is_priced_routed_free_or_refused() -> None:
+    from triton.runtime.interpreter import InterpreterBuilder
+
+    names = {n for n in dir(InterpreterBuilder) if n.startswith("create_")}
+    before = {n: getattr(InterpreterBuilder, n) for n in names}
+    with TritonCounter():
+        patched = {n for n in names if getattr(InterpreterBuilder, n) is not before[n]}
+    assert names == patched | (FREE_OPS & names) | (ROUTED_OPS & names)
+    assert not patched & (FREE_OPS | ROUTED_OPS)
+    assert all(getattr(InterpreterBuilder, n) is before[n] for n in names)  # put back on exit
+
+
+def test_cpu_attention_has_a_flop_formula_and_may_be_replayed() -> None:
+    q, kk, v = torch.randn(2, 4, 16, 8), torch.randn(2, 4, 32, 8), torch.randn(2, 4, 32, 8)
+    with torch.no_grad(), AtenCounter() as c:
+        F.scaled_dot_product_attention(q, kk, v)
+    (got,) = c.launches
+    assert got.name == "aten::_scaled_dot_product_flash_attention_for_cpu"
+    assert got.flops == {"fp32": float(sdpa_flop_count(q.shape, kk.shape, v.shape))}
+    assert priced(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default)

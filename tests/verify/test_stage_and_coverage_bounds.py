@@ -1,0 +1,74 @@
+"""Issue 35: the judge's time and coverage do not rest on the gate. Work a candidate's process does when it receives
+its inputs ("stage") is charged to it, and candidate-file code that Triton's launcher calls inside a launch is not
+kernel time. Both attacks earned a reward above the honest one before (red on 92950bf)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import drkernel.verify.interpreter_env  # noqa: F401  (before triton)
+from drkernel.rl.rewards import RewardConfig, score
+from drkernel.verify import VerifyOptions, coverage, problem
+from drkernel.verify.engine import Verifier
+from drkernel.verify.launches import LaunchRecorder
+from drkernel.verify.timing_phase import stage_charge
+
+HERE = Path(__file__).parent / "issue35"
+REFERENCE = (HERE / "ref_matmul_rowsum.py").read_text()
+MEASURED = VerifyOptions(
+    device="cpu", timing="measured", num_correct_trials=1, num_perf_trials=10, num_warmup=1, timeout_s=300
+)
+
+
+def test_stage_charge_is_the_excess_beyond_noise() -> None:
+    assert stage_charge([]) == 0.0
+    assert stage_charge([0.05 + 1e-4 * i for i in range(10)]) == pytest.approx(0.05)  # the 95 % low end: the least
+    assert stage_charge([(-1) ** i * 1e-3 for i in range(10)]) == 0.0  # noise around zero: nothing charged
+    assert stage_charge([-0.01] * 10) == 0.0  # a faster stage earns nothing
+
+
+@pytest.mark.integration
+def test_work_done_on_receiving_the_inputs_is_charged() -> None:
+    with Verifier(device="cpu", max_concurrency=1) as verifier:
+        r = verifier._verify_ungated(REFERENCE, (HERE / "stage_work.py").read_text(), MEASURED)
+    assert r.status == "ok" and r.correct, r.error
+    scored = score(r, RewardConfig())
+    # 200 ms of waiting in every stage on top of the work: charged, so the candidate is far slower than a 384^3 matmul.
+    assert r.details["stage_charge_ms"] > 100, r.details.get("stage_ms")
+    assert r.runtime_ms >= r.details["stage_charge_ms"]
+    assert r.speedup < 0.5 and r.coverage < 0.5, (r.speedup, r.coverage, r.details.get("stage_ms"))
+    assert scored.reward < 1.0, scored.reward
+
+
+def _coverage_of(name: str) -> tuple[dict, list, list]:
+    path = str(HERE / name)
+    recorder = LaunchRecorder(path)
+    recorder.install()
+    try:
+        module = problem.import_file(path, name.removesuffix(".py"))
+        recorder.note_module(module)
+        sets = [[torch.randn(384, 384), torch.randn(384, 384)] for _ in range(2)]
+        model = module.ModelNew()
+        coverage.cpu_coverage(recorder, model, sets[:1])  # as in the verifier, after the first calls (Triton's rewrite)
+        report, outs = coverage.cpu_coverage(recorder, model, sets)
+    finally:
+        recorder.uninstall()
+    return report, outs, sets
+
+
+def test_candidate_code_the_launcher_calls_is_not_kernel_time() -> None:
+    report, outs, sets = _coverage_of("grid_work.py")
+    for out, (x, w) in zip(outs, sets):
+        torch.testing.assert_close(out, torch.relu(x @ w).sum(dim=1))
+    # nine 384^3 matmuls in the grid function against a one-program copy kernel
+    assert report["fraction"] < 0.5, report
+
+
+def test_an_honest_kernels_time_is_still_kernel_time() -> None:
+    report, outs, sets = _coverage_of("honest_rowsum.py")
+    for out, (x, w) in zip(outs, sets):
+        torch.testing.assert_close(out, torch.relu(x @ w).sum(dim=1), atol=1e-3, rtol=1e-3)
+    assert report["fraction"] > 0.5, report  # 384 interpreted programs against one eager matmul
