@@ -166,9 +166,10 @@ def test_honest_trace_replays_and_is_modelled(vector):
     m = _judge(vector)
     assert m["verdict"] == "match", m["message"]
     assert m["cand"]["launches"] == 1 and m["cand"]["read_bytes"] == 2 * 4096 * 4
-    assert m["cand_s"] == pytest.approx(m["ref_s"])  # one pass each way: the same bytes, one launch
-    # ops: offsets, mask and the add for each of 4096 elements, pid * BLOCK once per program (12292)
-    assert m["launches"] == ["triton add_kernel: read 32768 B, wrote 16384 B, re-read 0 B, 1.229e+04 flop"]
+    # one pass each way: the same bytes, one launch (its 4 programs' arithmetic on 4 of 132 SMs takes a few ns more)
+    assert m["cand_s"] == pytest.approx(m["ref_s"], rel=1e-3)
+    # ops: offsets, mask, the add and three pointer offsets for each of 4096 elements, pid * BLOCK once per program
+    assert m["launches"] == ["triton add_kernel: read 32768 B, wrote 16384 B, re-read 0 B, 2.458e+04 flop"]
     protocol.validate(m)  # the reply the judge reads is well formed
 
 
