@@ -3,9 +3,8 @@
 Staging is timed too (issue 35): a candidate that does its work when it receives the inputs ("stage") and
 answers "run" at once would otherwise be timed at nothing. Both runners stage through the same code, so per
 timed round the candidate's stage time less the reference's is noise around zero for an honest candidate; the
-part of it beyond that noise (the lower end of the 95 % interval of its median, drkernel.verify.precision) is
-added to the candidate's time per call. Kernel time the candidate's process reports (coverage) is bounded by
-what this clock measured, its excess staging included.
+median of that difference over the rounds, where positive, is added to the candidate's time per call. Kernel
+time the candidate's process reports (coverage) is bounded by what this clock measured, excess staging included.
 """
 
 from __future__ import annotations
@@ -33,11 +32,14 @@ TRACE_PAYLOAD_MB = 256
 
 def stage_charge(excess: list[float]) -> float:
     """Seconds per call to add to the candidate's time, from its per-round stage time less the reference's (per
-    call): the smallest median excess the rounds are consistent with (the low end of its 95 % interval), or 0
-    where that interval reaches zero (the difference is noise)."""
+    call): their median where it is positive. The candidate's time is the median of its runs, so work moved into
+    the stage of more than half the rounds makes the median run fast and this median slow by the same amount, and
+    in fewer than half it leaves the median run as slow as the work (a low end of an interval of this median was
+    not enough: it is zero once a few rounds do their work in the run). Honest staging is the same code on both
+    sides, in alternating order: its differences are noise around zero and their median is about zero."""
     if not excess:
         return 0.0
-    return max(0.0, precision.median_interval(excess)[0])
+    return max(0.0, statistics.median(excess))
 
 
 class TimingPhases:
