@@ -2,15 +2,17 @@
 
 A TorchDispatchMode sees each operator below autograd, once (the operators it calls internally run
 with the mode off). Views, allocations and metadata operators launch nothing and are skipped. Bytes:
-every tensor argument is read once (its distinct storage extent, so a broadcast view counts its real
-size), every returned tensor written once. Flops: torch's own formulas for matmul-class operators
-(torch.utils.flop_counter; for the fused attention operators it has none for, its attention formula), priced
-at the precision of the operands; FP32 matmuls are FP32 (eager PyTorch leaves TF32 off), FP32 convolutions
-TF32 (cuDNN's default), complex ones count their real arithmetic (4x the formula's), fp64 ones the FP64 rate.
+every tensor argument is read once (the sectors of its distinct elements, so a broadcast view counts its
+real size and a strided one the whole sectors it touches), every returned tensor written once. Flops:
+torch's own formulas for matmul-class operators (torch.utils.flop_counter; for the fused attention operators
+it has none for, its attention formula), priced at the precision of the operands; FP32 matmuls are FP32 (eager
+PyTorch leaves TF32 off), FP32 convolutions TF32 (cuDNN's default), complex ones count their real arithmetic
+(4x the formula's), fp64 ones the FP64 rate.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -18,7 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import flop_registry, sdpa_backward_flop_count, sdpa_flop_count
 
-from drkernel.perfmodel.cost import LaunchCount
+from drkernel.perfmodel.cost import SECTOR_BYTES, LaunchCount
 
 FREE = frozenset(
     {
@@ -49,15 +51,28 @@ def op_name(func: Any) -> str:
     return str(func._schema.name) + ("." + func._overloadname if func._overloadname != "default" else "")
 
 
-def tensor_bytes(t: torch.Tensor) -> int:
-    """Bytes a kernel must touch for this view: its distinct elements (a broadcast dimension counts once)."""
+def tensor_bytes(t: torch.Tensor, sector: int = SECTOR_BYTES) -> int:
+    """Bytes a kernel moves for this view: the sectors its distinct elements lie in (a broadcast dimension counts
+    once). A view that strides over part of each sector (every other int16 of a buffer of floats, a column slice)
+    moves the whole sectors (issue 35, as for Triton launches): per row of its innermost dimension the sectors its
+    span covers, at most the sectors of its whole extent (rows that touch share them)."""
     if t.numel() == 0:
         return 0
-    distinct = 1
-    for size, stride in zip(t.shape, t.stride()):
-        if stride != 0:
-            distinct *= size
-    return distinct * t.element_size()
+    item = t.element_size()
+    dims = sorted((stride, size) for size, stride in zip(t.shape, t.stride()) if stride != 0 and size > 1)
+    if not dims:
+        return _round_up(item, sector)
+    distinct = math.prod(size for _, size in dims)
+    extent = _round_up((sum((n - 1) * s for s, n in dims) + 1) * item, sector)
+    stride, size = dims[0]
+    if stride * item >= sector:  # every element in sectors of its own
+        return min(distinct * _round_up(item, sector), extent)
+    row = _round_up(((size - 1) * stride + 1) * item, sector)
+    return min(distinct // size * row, extent)
+
+
+def _round_up(n: int, to: int) -> int:
+    return -(-n // to) * to
 
 
 def _precision(func: Any, tensors: list[torch.Tensor]) -> str:
@@ -109,7 +124,9 @@ def flop_formula(func: Any) -> Any:
     return None if extra is None else lambda *args, out_val=None, **kwargs: extra(*args, **kwargs)
 
 
-def count_op(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> LaunchCount:
+def count_op(
+    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, sector: int = SECTOR_BYTES
+) -> LaunchCount:
     ins = [x for x in tree_flatten((args, kwargs))[0] if isinstance(x, torch.Tensor)]
     outs = [x for x in tree_flatten(out)[0] if isinstance(x, torch.Tensor)]
     seen: set[tuple[int, int, tuple[int, ...], tuple[int, ...]]] = set()
@@ -118,8 +135,8 @@ def count_op(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any)
         key = (id(t), t.storage_offset(), tuple(t.shape), tuple(t.stride()))
         if key not in seen:
             seen.add(key)
-            read += tensor_bytes(t)
-    written = sum(tensor_bytes(t) for t in outs)
+            read += tensor_bytes(t, sector)
+    written = sum(tensor_bytes(t, sector) for t in outs)
     flops: dict[str, float] = {}
     formula = flop_formula(func)
     if formula is not None:
@@ -130,13 +147,14 @@ def count_op(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any)
 class AtenCounter(TorchDispatchMode):
     """Counts every launching aten operator run while active (`launches`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sector_bytes: int = SECTOR_BYTES) -> None:
         super().__init__()
+        self.sector_bytes = sector_bytes
         self.launches: list[LaunchCount] = []
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         if not is_free(func):
-            self.launches.append(count_op(func, args, kwargs, out))
+            self.launches.append(count_op(func, args, kwargs, out, self.sector_bytes))
         return out

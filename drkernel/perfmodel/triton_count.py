@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from drkernel.perfmodel.cost import LaunchCount
+from drkernel.perfmodel.cost import SECTOR_BYTES, LaunchCount
 
 # Elementwise work outside tl.dot, integer or floating point, priced at the CUDA-core rate: ops per result
 # element. Address arithmetic counts too (it is real work, and negligible beside memory in an honest kernel);
@@ -65,7 +65,6 @@ FREE_OPS = frozenset(
 ROUTED_OPS = frozenset(
     {"create_load", "create_store", "create_atomic_load", "create_atomic_store", "create_atomic_poll"}
 )
-SECTOR_BYTES = 32  # the default memory transaction size (NVIDIA: 32 B sectors)
 # A program's own re-reads are served by L1 / shared memory only while its distinct loads fit there (256 KiB per
 # SM on Hopper, 192 on Ampere); a program that re-reads a larger working set goes to the L2 (red-team finding: a
 # single program looping over a whole matmul had 64 MB of re-reads priced at the L1 rate).

@@ -211,7 +211,7 @@ class Replay:
         self.trace, self.kernels, self.kernel_names = trace, kernels, kernel_names
         self.storages: dict[int, torch.UntypedStorage] = {}
         self.counts: list[LaunchCount] = []
-        self.aten = AtenCounter()
+        self.aten = AtenCounter(sector_bytes)
         self.triton = TritonCounter(allowed=[], sector_bytes=sector_bytes)
         offset = 0
         state_ok = set(committed)
