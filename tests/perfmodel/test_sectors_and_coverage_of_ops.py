@@ -134,3 +134,16 @@ def test_cpu_attention_has_a_flop_formula_and_may_be_replayed() -> None:
     assert got.name == "aten::_scaled_dot_product_flash_attention_for_cpu"
     assert got.flops == {"fp32": float(sdpa_flop_count(q.shape, kk.shape, v.shape))}
     assert priced(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default)
+
+
+def test_eager_operators_on_strided_views_move_whole_sectors() -> None:
+    x = torch.randn(64, 256)
+    with AtenCounter() as c:
+        x.view(torch.int16)[:, 1::2].clone()  # the high halves of every float: every sector of x
+        x[:, :4].clone()  # 16 B of each 1 KiB row: one sector a row
+        x[:, ::8].clone()  # one float in every sector
+        x.clone()
+    high, column, sparse, whole = c.launches
+    assert high.read_bytes == whole.read_bytes == 64 * 256 * 4
+    assert column.read_bytes == 64 * 32
+    assert sparse.read_bytes == 64 * 256 * 4
