@@ -7,9 +7,9 @@ No candidate code runs here and nothing a runner sends is unpickled (drkernel.ve
 - CUDA memory the candidate can map is only ever allocated from a private pool (`torch.cuda.MemPool`):
   an IPC mapping covers a whole allocator segment, and pointer arithmetic from an input must not reach
   the reference's outputs or anything else of the judge's.
-- Timing: per round, fresh input sets are staged in both runners (each "stage" timed on its own, in the
-  order they will run; staging the candidate's beyond the reference's and beyond noise is charged to it:
-  drkernel.verify.timing_phase), the last-level cache is flushed, and each runner gets "run k" (k calls,
+- Timing: per round, fresh input sets are staged in each runner right before its run (each "stage" timed on
+  its own; the candidate's staging beyond the reference's is charged to it: drkernel.verify.timing_phase), the
+  last-level cache is flushed, and each runner gets "run k" (k calls,
   one per input set, then a device-wide sync; on CPU/NPU also the outputs encoded and their hash in the
   reply, so the clock stops only once the outputs exist); the judge's clock times the round trip, less an
   empty round trip measured on the reference runner (the candidate cannot inflate what is subtracted). The
@@ -293,13 +293,17 @@ class Judge(TimingPhases):
         order = (self.cand, self.ref) if cand_first else (self.ref, self.cand)
         staged = {id(ch): math.nan for ch in order}
         if timed:
-            for ch in order:  # staged in run order: each side's inputs are as old when its calls start
+            # Each runner is staged right before its run: its inputs are as fresh as the other's, and a runner that
+            # answers "staged" at once and works on in the background cannot hide that work behind the other
+            # runner's turn (its run waits for it; issue 35).
+            times = {}
+            self.round_costs["inputs"] += time.perf_counter() - t_start
+            for ch in order:
                 staged[id(ch)] = self.stage(ch, sets, reuse=reuse and ch is self.cand)
-            t_staged = time.perf_counter()
-            times = {id(ch): self.run(ch, k) for ch in order}
+                times[id(ch)] = self.run(ch, k)
+                self.round_costs["inputs"] += staged[id(ch)]
+                self.round_costs["runs"] += times[id(ch)]
             t_ran = time.perf_counter()
-            self.round_costs["inputs"] += t_staged - t_start
-            self.round_costs["runs"] += t_ran - t_staged
         else:
             if coverage:  # one at a time, so that each side's staging is timed alone
                 for ch in order:

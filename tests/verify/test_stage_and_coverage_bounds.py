@@ -10,7 +10,6 @@ import pytest
 import torch
 
 import drkernel.verify.interpreter_env  # noqa: F401  (before triton)
-from drkernel.rl.rewards import RewardConfig, score
 from drkernel.verify import VerifyOptions, coverage, problem
 from drkernel.verify.engine import Verifier
 from drkernel.verify.launches import LaunchRecorder
@@ -37,12 +36,25 @@ def test_work_done_on_receiving_the_inputs_is_charged() -> None:
     with Verifier(device="cpu", max_concurrency=1) as verifier:
         r = verifier._verify_ungated(REFERENCE, (HERE / "stage_work.py").read_text(), MEASURED)
     assert r.status == "ok" and r.correct, r.error
-    scored = score(r, RewardConfig())
-    # 200 ms of waiting in every stage on top of the work: charged, so the candidate is far slower than a 384^3 matmul.
+    # 200 ms of waiting in every stage on top of the work: charged to the candidate's time (red on 92950bf: speedup
+    # 6.2, coverage 0.93, reward 2.47 against the honest 1.01); the speedup figure itself moves with the host's load.
     assert r.details["stage_charge_ms"] > 100, r.details.get("stage_ms")
     assert r.runtime_ms >= r.details["stage_charge_ms"]
-    assert r.speedup < 0.5 and r.coverage < 0.5, (r.speedup, r.coverage, r.details.get("stage_ms"))
-    assert scored.reward < 1.0, scored.reward
+    assert r.coverage < 0.5, (r.coverage, r.details.get("coverage_stage_excess_ms"))
+
+
+@pytest.mark.integration
+def test_work_in_the_background_after_staging_cannot_hide_behind_the_reference() -> None:
+    """The reference sleeps 300 ms; the candidate's background thread takes as long. Nine rounds, five with the
+    reference first: while both runners were staged before either ran, those rounds hid the work (red on 92950bf:
+    candidate rounds of 2-18 ms, speedup 1.56). Now no round of the candidate can end before its work."""
+    every_round = MEASURED.model_copy(update={"num_perf_trials": 9, "timing_precision": 0.0, "measure_coverage": False})
+    with Verifier(device="cpu", max_concurrency=1) as verifier:
+        r = verifier._verify_ungated(
+            (HERE / "ref_sleepy_rowsum.py").read_text(), (HERE / "background_work.py").read_text(), every_round
+        )
+    assert r.status == "ok" and r.correct, r.error
+    assert min(r.details["rounds_ms"]["candidate"]) > 200, (r.details.get("rounds_ms"), r.details.get("stage_ms"))
 
 
 def _coverage_of(name: str) -> tuple[dict, list, list]:
