@@ -57,14 +57,14 @@ def test_work_in_the_background_after_staging_cannot_hide_behind_the_reference()
     assert min(r.details["rounds_ms"]["candidate"]) > 200, (r.details.get("rounds_ms"), r.details.get("stage_ms"))
 
 
-def _coverage_of(name: str) -> tuple[dict, list, list]:
+def _coverage_of(name: str, rows: int) -> tuple[dict, list, list]:
     path = str(HERE / name)
     recorder = LaunchRecorder(path)
     recorder.install()
     try:
         module = problem.import_file(path, name.removesuffix(".py"))
         recorder.note_module(module)
-        sets = [[torch.randn(384, 384), torch.randn(384, 384)] for _ in range(2)]
+        sets = [[torch.randn(rows, 384), torch.randn(384, 384)] for _ in range(2)]
         model = module.ModelNew()
         coverage.cpu_coverage(recorder, model, sets[:1])  # as in the verifier, after the first calls (Triton's rewrite)
         report, outs = coverage.cpu_coverage(recorder, model, sets)
@@ -74,7 +74,7 @@ def _coverage_of(name: str) -> tuple[dict, list, list]:
 
 
 def test_candidate_code_the_launcher_calls_is_not_kernel_time() -> None:
-    report, outs, sets = _coverage_of("grid_work.py")
+    report, outs, sets = _coverage_of("grid_work.py", 384)
     for out, (x, w) in zip(outs, sets):
         torch.testing.assert_close(out, torch.relu(x @ w).sum(dim=1))
     # nine 384^3 matmuls in the grid function against a one-program copy kernel
@@ -82,7 +82,7 @@ def test_candidate_code_the_launcher_calls_is_not_kernel_time() -> None:
 
 
 def test_an_honest_kernels_time_is_still_kernel_time() -> None:
-    report, outs, sets = _coverage_of("honest_rowsum.py")
+    report, outs, sets = _coverage_of("honest_rowsum.py", 32)
     for out, (x, w) in zip(outs, sets):
         torch.testing.assert_close(out, torch.relu(x @ w).sum(dim=1), atol=1e-3, rtol=1e-3)
-    assert report["fraction"] > 0.5, report  # 384 interpreted programs against one eager matmul
+    assert report["fraction"] > 0.5, report  # 32 interpreted programs against one small eager matmul

@@ -13,7 +13,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(384, 384), torch.randn(384, 384)]
+    return [torch.randn(256, 256), torch.randn(256, 256)]
 
 
 def get_init_inputs():
