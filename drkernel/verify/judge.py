@@ -292,39 +292,35 @@ class Judge(TimingPhases):
         sets = self.make_sets(seeds)
         order = (self.cand, self.ref) if cand_first else (self.ref, self.cand)
         staged = {id(ch): math.nan for ch in order}
-        if timed:
-            # Each runner is staged right before its run: its inputs are as fresh as the other's, and a runner that
-            # answers "staged" at once and works on in the background cannot hide that work behind the other
-            # runner's turn (its run waits for it; issue 35).
-            times = {}
-            self.round_costs["inputs"] += time.perf_counter() - t_start
+        times = {id(ch): math.nan for ch in order}
+        if timed or coverage:
+            # Each runner is staged right before its run (or coverage pass): its inputs are as fresh as the other's,
+            # and a runner that answers "staged" at once and works on in the background cannot hide that work
+            # behind the other runner's turn (its run waits for it; issue 35).
+            self.round_costs["inputs"] += (time.perf_counter() - t_start) if timed else 0.0
             for ch in order:
                 staged[id(ch)] = self.stage(ch, sets, reuse=reuse and ch is self.cand)
-                times[id(ch)] = self.run(ch, k)
-                self.round_costs["inputs"] += staged[id(ch)]
-                self.round_costs["runs"] += times[id(ch)]
+                if coverage and ch is self.cand:  # alone: its round trip on this clock is the candidate's pass only
+                    self.cand.want_digest = False
+                    t0 = time.perf_counter()
+                    self.cand.order("coverage", k)
+                    report, _ = self.cand.reply("coverage")
+                    times[id(ch)] = time.perf_counter() - t0
+                else:
+                    times[id(ch)] = self.run(ch, k)
+                if timed:
+                    self.round_costs["inputs"] += staged[id(ch)]
+                    self.round_costs["runs"] += times[id(ch)]
             t_ran = time.perf_counter()
         else:
-            if coverage:  # one at a time, so that each side's staging is timed alone
-                for ch in order:
-                    staged[id(ch)] = self.stage(ch, sets)
-            else:
-                for ch in order:
-                    self.send_stage(ch, sets, reuse=reuse and ch is self.cand)
-                for ch in order:
-                    ch.reply("staged")
-            runs = [ch for ch in order if not (coverage and ch is self.cand)]
-            for ch in runs:
+            for ch in order:
+                self.send_stage(ch, sets, reuse=reuse and ch is self.cand)
+            for ch in order:
+                ch.reply("staged")
+            for ch in order:
                 self.order_run(ch, k)
-            for ch in runs:
+            for ch in order:
                 self.ran(ch)
-            times = {id(ch): math.nan for ch in order}
-            if coverage:  # alone, so that its round trip on this clock is the candidate's pass only
-                self.cand.want_digest = False
-                t0 = time.perf_counter()
-                self.cand.order("coverage", k)
-                report, _ = self.cand.reply("coverage")
-                times[id(self.cand)] = time.perf_counter() - t0
         ref_out, ref_in = self.collect(self.ref, k)
         if self.ref_specs is None:
             self.ref_specs = outputs.specs(ref_out[0])
