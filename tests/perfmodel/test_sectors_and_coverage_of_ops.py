@@ -29,7 +29,7 @@ class Model(nn.Module):
         return torch.relu(x)
 
 def get_inputs():
-    return [torch.randn(1024, 2048)]
+    return [torch.randn(512, 2048)]
 
 def get_init_inputs():
     return []
