@@ -77,6 +77,7 @@ class Judge(TimingPhases):
         self.round_costs = {"inputs": 0.0, "runs": 0.0, "outputs_and_checks": 0.0}  # seconds, timed rounds only
         self.ref_specs: list[dict[str, Any]] | None = None
         self.stage_sent = 0.0  # when the last "stage" order went out (perf_counter)
+        self.prepared_s = 0.0  # the flush and sync before the last run's clock started
         self.ref_aliases = False
         try:
             self.module = problem.import_file(spec.reference_path, "reference")
@@ -168,10 +169,14 @@ class Judge(TimingPhases):
         """The timed part: k calls, the runner's device sync and the outputs made final (CPU, NPU: encoded
         and hashed; CUDA: copied into the judge's bound buffers), as a round trip on this clock: the clock
         stops only once the outputs exist. The candidate's bound outputs are copied here at once, before any
-        other order reaches its process, so work done later cannot change what is compared."""
+        other order reaches its process, so work done later cannot change what is compared. `prepared_s` is how
+        long the cache flush and device sync before the clock took: device work a runner queued when it was staged
+        and left running delays them (a runner that answers "staged" before its queued kernels finish)."""
+        t_prep = time.perf_counter()
         self.backend.flush_cache()
         self.backend.synchronize()
         t0 = time.perf_counter()
+        self.prepared_s = t0 - t_prep
         self.order_run(ch, k)
         self.ran(ch)
         elapsed = time.perf_counter() - t0
@@ -308,6 +313,7 @@ class Judge(TimingPhases):
                     times[id(ch)] = time.perf_counter() - t0
                 else:
                     times[id(ch)] = self.run(ch, k)
+                    staged[id(ch)] += self.prepared_s  # staging ends when the device is ready for the run
                 if timed:
                     self.round_costs["inputs"] += staged[id(ch)]
                     self.round_costs["runs"] += times[id(ch)]

@@ -2,7 +2,8 @@
 (a call the gate lets through, or an assignment with the gate bypassed) must earn nothing: the judge's own check
 (harness tampering) or the comparison against the reference's FP32 matmul catches it. With a 4096-long inner
 dimension a TF32 product misses atol = rtol = 1e-2 on many elements near zero, so the comparison alone catches it
-too. Run on the H200: `pytest -m gpu tests/verify/test_numerics_switch_gpu.py`."""
+too. Also a CUDA staging attack: GPU work queued on "stage" and left running is the candidate's staging time.
+Run on the H200: `pytest -m gpu tests/verify/test_numerics_switch_gpu.py`."""
 
 from __future__ import annotations
 
@@ -68,3 +69,14 @@ def test_the_comparison_alone_fails_a_tf32_product_of_this_size() -> None:
         torch.backends.cuda.matmul.allow_tf32 = False
     ok, message, _ = tensors.compare([exact], [fast], 1e-2, 1e-2)
     assert not ok, message
+
+
+def test_gpu_work_queued_on_staging_is_charged() -> None:
+    """stage_async_gpu.py queues relu(a @ b) on "stage" without a sync and copies the answer in the timed forward; it
+    computes what the reference computes, so its time per call (staging charged) cannot be far below the
+    reference's. The figure is a ratio of times on one GPU; 2x leaves room for noise, the attack gains far more."""
+    opts = OPTS.model_copy(update={"measure_coverage": False})
+    with Verifier(device="cuda", max_concurrency=1) as verifier:
+        r = verifier._verify_ungated(REFERENCE, (HERE / "stage_async_gpu.py").read_text(), opts)
+    assert r.status == "ok" and r.correct, r.error
+    assert r.speedup < 2.0, (r.speedup, r.details.get("stage_ms"), r.details.get("rounds_ms"))
