@@ -78,6 +78,7 @@ class Judge(TimingPhases):
         self.ref_specs: list[dict[str, Any]] | None = None
         self.stage_sent = 0.0  # when the last "stage" order went out (perf_counter)
         self.prepared_s = 0.0  # the flush and sync before the last run's clock started
+        self.kernel_s_seen = 0.0  # the candidate's cumulative in-launch time as of its last evidence
         self.ref_aliases = False
         try:
             self.module = problem.import_file(spec.reference_path, "reference")
@@ -336,6 +337,8 @@ class Judge(TimingPhases):
         except torch.OutOfMemoryError as e:  # its outputs matched the reference's shapes: device pressure
             raise Infra("infra", f"out of device memory holding the candidate's outputs: {e}") from e
         self.absorb(self.cand.evidence)
+        kernel_s = self.cand.evidence.get("kernel_s", 0.0)  # cumulative over the candidate's observed calls
+        cand_kernel_s, self.kernel_s_seen = max(0.0, kernel_s - self.kernel_s_seen), kernel_s
         records = []
         quick = outputs.batch_passes(
             ref_out, cand_out, self.options.atol, self.options.rtol, self.options.correctness == "strict"
@@ -364,6 +367,7 @@ class Judge(TimingPhases):
             "cand_s": times[id(self.cand)],
             "ref_stage_s": staged[id(self.ref)],
             "cand_stage_s": staged[id(self.cand)],
+            "cand_kernel_s": cand_kernel_s,  # in-process: wall time in the candidate's launches during this run
             "k": k,
             "records": records,
             "mutated": mutated,

@@ -191,6 +191,7 @@ class Observer:
         self.stream_mismatch: list[str] = []
         self.alias_calls: list[str] = []
         self.launches = 0
+        self.kernel_s = 0.0  # wall time inside the candidate's own launches over every observed call (CPU coverage)
         self.snapshot: HarnessSnapshot | None = None
         self.numerics: dict[str, str] = {}
 
@@ -222,6 +223,7 @@ class Observer:
             self.alias_calls.append(label)
         mine = window.candidate_launches()
         self.launches += len(mine)
+        self.kernel_s += window.candidate_seconds()
         if self.require_triton and not mine:
             self.decoy_calls.append(label)
         harness_stream = self.backend.current_stream()
@@ -234,7 +236,7 @@ class Observer:
         """Checked after the timed window: harness tampering, and processes alive after the calls (Triton's
         compilers have exited by then; this process is a subreaper, so double-forked orphans count too)."""
         if not self.watch_process:
-            return {"aliases": self.alias_calls[:5], "launches": self.launches}
+            return {"aliases": self.alias_calls[:5], "launches": self.launches, "kernel_s": self.kernel_s}
         self.check_tamper()
         if not self.side_processes:
             self.side_processes = [f"pid {pid} alive after the calls" for pid in descendants(os.getpid())]
@@ -245,6 +247,7 @@ class Observer:
             "stream_mismatch": self.stream_mismatch[:5],
             "aliases": self.alias_calls[:5],
             "launches": self.launches,
+            "kernel_s": self.kernel_s,
         }
 
 

@@ -60,6 +60,20 @@ def test_work_in_the_background_after_staging_cannot_hide_behind_the_reference()
     assert r.coverage < 0.5, (r.coverage, r.details.get("forward_ms_per_call"))
 
 
+@pytest.mark.integration
+def test_a_coverage_pass_told_apart_by_counting_calls_is_bounded_by_the_timed_calls() -> None:
+    """Red-team finding F3 (gate-legal): the pass ran the honest kernel, the timed calls eager work plus a touch.
+    Red on 92950bf and on 8baf003: coverage about 1.0."""
+    opts = MEASURED.model_copy(update={"num_perf_trials": 3, "timing_precision": 0.0})
+    with Verifier(device="cpu", max_concurrency=1) as verifier:
+        r = verifier.verify(
+            (HERE / "ref_short_sleep_mm.py").read_text(), (HERE / "coverage_call_count.py").read_text(), opts
+        )
+    assert r.status == "ok" and r.correct and r.hack is None, (r.hack, r.error)
+    assert r.details["calls_per_round"] == 1  # the schedule the candidate counts on
+    assert r.coverage < 0.5, (r.coverage, r.details.get("coverage_timed_share"), r.details.get("calls_per_round"))
+
+
 def _coverage_of(name: str, rows: int) -> tuple[dict, list, list]:
     path = str(HERE / name)
     recorder = LaunchRecorder(path)
