@@ -228,12 +228,22 @@ class TimingPhases:
                 trusted = min(trusted, timed_share)
                 timed = f"{self.timed_kernel_s * 1e3:.4g} ms in launches of {self.timed_calls_s * 1e3:.4g} ms timed"
                 why += f", and {timed}"
-            if trusted < fraction:
+            claimed = (kernel_ms or 0.0) * n
+            # More kernel time than the judge's clock saw is no measurement: voided, as on accelerators, not clipped to
+            # the judge's figure (red-team finding F4, issue 35). Honest claims fit: the pass's launches lie inside its
+            # round trip, and the timed calls' launches inside theirs (a slack for the empty round trip subtracted).
+            impossible = claimed > r["cand_s"] * 1e3 + 1.0 or self.timed_kernel_s > 1.5 * self.timed_calls_s + 0.005
+            if impossible:
+                coverage = 0.0
+            elif trusted < fraction:
                 coverage = trusted
             self.verdict.check(
                 "coverage_crosscheck",
-                True,
-                f"claimed kernel time {kernel_ms * n:.4g} ms of {why}: coverage at most {trusted:.4g}",
+                not impossible,
+                (
+                    f"claimed kernel time {claimed:.4g} ms of {why}: "
+                    + ("more than the judge timed, coverage not believed" if impossible else f"at most {trusted:.4g}")
+                ),
             )
         if self.device != "cpu" and self.verdict.cand_ms is not None and kernel_ms is not None:
             self.verdict.details["coverage_kernel_ms_per_call"] = round(kernel_ms, 6)

@@ -74,6 +74,18 @@ def test_a_coverage_pass_told_apart_by_counting_calls_is_bounded_by_the_timed_ca
     assert r.coverage < 0.5, (r.coverage, r.details.get("coverage_timed_share"), r.details.get("calls_per_round"))
 
 
+@pytest.mark.integration
+def test_a_coverage_claim_above_the_judges_timing_is_voided() -> None:
+    """Red-team finding F4: 10 s of kernel time claimed for a pass of milliseconds read as coverage 1.0 (clipped)."""
+    opts = MEASURED.model_copy(update={"num_perf_trials": 3, "timing_precision": 0.0})
+    with Verifier(device="cpu", max_concurrency=1) as verifier:
+        r = verifier._verify_ungated(REFERENCE, (HERE / "forged_coverage.py").read_text(), opts)
+    assert r.status == "ok" and r.correct, r.error
+    assert r.coverage == 0.0, (r.coverage, r.details.get("coverage_pass_ms_judge"))
+    crosscheck = next(c for c in r.checks if c.name == "coverage_crosscheck")
+    assert not crosscheck.passed and "not believed" in crosscheck.detail, crosscheck.detail
+
+
 def _coverage_of(name: str, rows: int) -> tuple[dict, list, list]:
     path = str(HERE / name)
     recorder = LaunchRecorder(path)
