@@ -305,16 +305,18 @@ class Judge(TimingPhases):
             # behind the other runner's turn (its run waits for it; issue 35).
             self.round_costs["inputs"] += (time.perf_counter() - t_start) if timed else 0.0
             for ch in order:
-                staged[id(ch)] = self.stage(ch, sets, reuse=reuse and ch is self.cand)
+                pause = self.candidate_paused() if timed and ch is self.ref else contextlib.nullcontext()
+                with pause:
+                    staged[id(ch)] = self.stage(ch, sets, reuse=reuse and ch is self.cand)
+                    if not (coverage and ch is self.cand):
+                        times[id(ch)] = self.run(ch, k)
+                        staged[id(ch)] += self.prepared_s  # staging ends when the device is ready for the run
                 if coverage and ch is self.cand:  # alone: its round trip on this clock is the candidate's pass only
                     self.cand.want_digest = False
                     t0 = time.perf_counter()
                     self.cand.order("coverage", k)
                     report, _ = self.cand.reply("coverage")
                     times[id(ch)] = time.perf_counter() - t0
-                else:
-                    times[id(ch)] = self.run(ch, k)
-                    staged[id(ch)] += self.prepared_s  # staging ends when the device is ready for the run
                 if timed:
                     self.round_costs["inputs"] += staged[id(ch)]
                     self.round_costs["runs"] += times[id(ch)]

@@ -9,6 +9,8 @@ time the candidate's process reports (coverage) is bounded by what this clock me
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import os
 import statistics
@@ -60,6 +62,11 @@ class TimingPhases:
     timed_kernel_s = 0.0  # in-process wall time in the candidate's launches during the timed rounds (CPU coverage)
     timed_calls_s = 0.0  # the judge's time of those calls, staging charged
 
+    def candidate_paused(self) -> contextlib.AbstractContextManager[None]:
+        """The candidate's process tree stopped (by the caller, which alone can see it) while the reference takes a
+        timed turn: a thread of the candidate's left running would slow the reference it is compared against."""
+        return _Paused(self)
+
     def timing(self) -> None:
         self.enter("timing")
         t0 = time.perf_counter()
@@ -67,7 +74,8 @@ class TimingPhases:
 
         for i in range(EMPTY_ROUND_TRIPS):
             for ch in (self.ref, self.cand) if i % 2 == 0 else (self.cand, self.ref):
-                empties[id(ch)].append(self.run(ch, 0))
+                with self.candidate_paused() if ch is self.ref else contextlib.nullcontext():
+                    empties[id(ch)].append(self.run(ch, 0))
         warm = max(1, self.spec.num_warmup)
         ref_calls = []
         for i in range(warm):
@@ -266,6 +274,25 @@ class TimingPhases:
             f"{coverage if coverage is None else round(coverage, 4)} of the time in the "
             f"candidate's own Triton kernels ({self.verdict.details['coverage_source']}, {n} fresh checked calls)",
         )
+
+
+class _Paused:
+    """candidate_paused(): asks the caller to stop the candidate and waits until it has, then to continue it."""
+
+    def __init__(self, judge: Any) -> None:
+        self.judge = judge
+
+    def _ask(self, order: str, answer: str) -> None:
+        self.judge.tell(type=order)
+        got = json.loads(self.judge.caller.recv_bytes(1024)).get("type")
+        if got != answer:
+            raise Infra("infra", f"the caller answered {got!r} to {order!r}")
+
+    def __enter__(self) -> None:
+        self._ask("pause_candidate", "paused")
+
+    def __exit__(self, *exc: object) -> None:
+        self._ask("resume_candidate", "resumed")
 
 
 def fresh_seed() -> int:

@@ -86,6 +86,21 @@ def test_a_coverage_claim_above_the_judges_timing_is_voided() -> None:
     assert not crosscheck.passed and "not believed" in crosscheck.detail, crosscheck.detail
 
 
+@pytest.mark.integration
+def test_the_candidate_is_stopped_while_the_reference_is_timed() -> None:
+    """Red-team finding F2: a thread of the candidate's ran beside the reference's timed calls (and slowed them: reward
+    2.3 against 1.1). Red before the fix: the watching thread never saw its process stopped, re-validation failed."""
+    opts = MEASURED.model_copy(
+        update={"num_perf_trials": 3, "timing_precision": 0.0, "measure_coverage": False, "require_triton": True}
+    )
+    with Verifier(device="cpu", max_concurrency=1) as verifier:
+        r = verifier._verify_ungated(
+            (HERE / "ref_sleep_250.py").read_text(), (HERE / "runs_beside_reference.py").read_text(), opts
+        )
+    assert r.status == "ok" and r.correct and r.hack is None, (r.hack, r.error)
+    assert r.details["calls_per_round"] == 1
+
+
 def _coverage_of(name: str, rows: int) -> tuple[dict, list, list]:
     path = str(HERE / name)
     recorder = LaunchRecorder(path)
