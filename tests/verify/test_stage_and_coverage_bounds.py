@@ -4,6 +4,7 @@ kernel time. Both attacks earned a reward above the honest one before (red on 92
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,34 @@ def test_candidate_code_the_launcher_calls_is_not_kernel_time() -> None:
     for out, (x, w) in zip(outs, sets):
         torch.testing.assert_close(out, torch.relu(x @ w).sum(dim=1))
     # nine 384^3 matmuls in the grid function against a one-program copy kernel
+    assert report["fraction"] < 0.5, report
+
+
+@pytest.mark.parametrize("name", ["grid_work.py", "prerun_hook.py"])
+def test_work_triton_s_launcher_runs_is_not_kernel_time_in_timed_calls(name: str) -> None:
+    """Red-team findings F6 and F7 (both pass the gate): torch work in the grid function or a pre-run hook (a C
+    function called from Triton's own frames) counted as kernel time in every call outside the coverage pass's
+    profiler, and the hook's in the pass too. A launch's time is now its programs' only."""
+    path = str(HERE / name)
+    recorder = LaunchRecorder(path)
+    recorder.install()
+    try:
+        module = problem.import_file(path, name.removesuffix(".py") + "_timed")
+        recorder.note_module(module)
+        model = module.ModelNew()
+        x, w = torch.randn(384, 384), torch.randn(384, 384)
+        with torch.no_grad():
+            model(x, w)  # Triton's rewrite of the body, once
+            recorder.begin()
+            t0 = time.perf_counter()
+            out = model(x, w)
+            total = time.perf_counter() - t0
+            kernel = recorder.end().candidate_seconds()
+        report, _ = coverage.cpu_coverage(recorder, model, [[x, w]])
+    finally:
+        recorder.uninstall()
+    torch.testing.assert_close(out, torch.relu(x @ w).sum(dim=1), atol=1e-3, rtol=1e-3)
+    assert kernel < 0.5 * total, (kernel, total)
     assert report["fraction"] < 0.5, report
 
 
