@@ -137,3 +137,20 @@ def inline_asm_kernel(x, o, BLOCK: tl.constexpr):
     v = tl.load(x + offs)
     y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [v], dtype=tl.int32, is_pure=True, pack=1)
     tl.store(o + offs, y)
+
+
+@triton.jit
+def descriptor_relu_kernel(x, o, n, BLOCK: tl.constexpr):
+    """relu through tensor descriptors (Triton 3.9's block-pointer style): the interpreter loads and stores through
+    pointers it materialises, so the counts are those of the pointer kernel."""
+    start = tl.program_id(0) * BLOCK
+    dx = tl.make_tensor_descriptor(x, shape=[n], strides=[1], block_shape=[BLOCK])
+    do = tl.make_tensor_descriptor(o, shape=[n], strides=[1], block_shape=[BLOCK])
+    do.store([start], tl.maximum(dx.load([start]), 0.0))
+
+
+@triton.jit
+def pointer_relu_kernel(x, o, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(o + offs, tl.maximum(tl.load(x + offs, mask=m), 0.0), mask=m)

@@ -147,3 +147,17 @@ def test_eager_operators_on_strided_views_move_whole_sectors() -> None:
     assert high.read_bytes == whole.read_bytes == 64 * 256 * 4
     assert column.read_bytes == 64 * 32
     assert sparse.read_bytes == 64 * 256 * 4
+
+
+def test_tensor_descriptor_loads_and_stores_count_like_pointer_ones() -> None:
+    """Red-team note N1: the catch-all refused tensor descriptors (Triton 3.9's only block-pointer style), which the
+    interpreter runs through the counted masked load and store."""
+    x = torch.randn(1000)
+    counts = []
+    for kernel in (k.descriptor_relu_kernel, k.pointer_relu_kernel):
+        o = torch.empty(1000)
+        with TritonCounter() as c:
+            kernel[(8,)](x, o, 1000, BLOCK=128)
+        torch.testing.assert_close(o, torch.relu(x))
+        counts.append((c.launches[0].read_bytes, c.launches[0].write_bytes, c.launches[0].programs))
+    assert counts[0] == counts[1] == (4000, 4000, 8), counts
