@@ -79,7 +79,7 @@ def model_candidate_counts(
     inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in parts["inputs"]]
     replay = Replay(parts["trace"], parts["payload"], parts["committed"], inputs, kernels, names, sector_bytes)
     out = replay.run()
-    ok, message, _ = tensors.compare(parts["ref_out"], out, atol, rtol, "strict", parts["inputs"])
+    ok, message, _ = tensors.compare(parts["ref_out"], out, atol, rtol, "strict", parts["inputs"] + parts["selection"])
     return replay.counts, "" if ok else message
 
 

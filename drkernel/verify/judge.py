@@ -79,6 +79,7 @@ class Judge(TimingPhases):
         self.stage_sent = 0.0  # when the last "stage" order went out (perf_counter)
         self.prepared_s = 0.0  # the flush and sync before the last run's clock started
         self.kernel_s_seen = 0.0  # the candidate's cumulative in-launch time as of its last evidence
+        self.reference_model: Any = None  # built only to find what a reference's index output selects from
         self.ref_aliases = False
         try:
             self.module = problem.import_file(spec.reference_path, "reference")
@@ -272,6 +273,17 @@ class Judge(TimingPhases):
         decoded = [[x.to(dev) if isinstance(x, torch.Tensor) else x for x in values] for values in decoded]
         return decoded[:k], decoded[k:]
 
+    def selection_sources(self, inputs: list[Any]) -> list[Any]:
+        """drkernel.verify.selections on the reference model, built here on first need (the judge runs no candidate
+        code; the weights are the public INIT_SEED's, as in the reference runner)."""
+        from drkernel.verify.selections import selection_sources
+
+        if self.reference_model is None:
+            args, kwargs = problem.init_inputs(self.module, self.backend)
+            cls = getattr(self.module, self.spec.entry_point)
+            self.reference_model = problem.build_model(cls, args, kwargs, self.backend)
+        return selection_sources(self.reference_model, inputs)
+
     def _candidate_cap(self, k: int) -> int:
         out = sum(s["nbytes"] for s in self.ref_specs or [] if s["kind"] == "tensor")
         return k * (out + self.input_bytes)
@@ -352,6 +364,15 @@ class Judge(TimingPhases):
             ok, message, stats = tensors.compare(
                 ref_out[j], cand_out[j], self.options.atol, self.options.rtol, self.options.correctness, sets[j]
             )
+            if not ok and tensors.EXACT_MISMATCH in message:  # an index of a computed tensor: what did it select from?
+                ok, message, stats = tensors.compare(
+                    ref_out[j],
+                    cand_out[j],
+                    self.options.atol,
+                    self.options.rtol,
+                    self.options.correctness,
+                    [*sets[j], *self.selection_sources(sets[j])],
+                )
             records.append({"seed_index": j, "passed": ok, "message": message, **stats})
             if not ok:
                 break

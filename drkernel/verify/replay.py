@@ -15,6 +15,7 @@ data-dependent literals and lies about buffers all make the replay wrong.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import math
 import os
@@ -32,6 +33,7 @@ from drkernel.perfmodel.triton_count import OutsideBuffers, Race, TritonCounter,
 from drkernel.verify import gpu_dot, problem, protocol, tensors
 from drkernel.verify.child_spec import ChildSpec
 from drkernel.verify.gate import check_source
+from drkernel.verify.selections import SelectionCapture
 
 MAX_PROGRAMS = 1 << 20  # programs of one replayed launch
 # Not replayed as aten events: files and process state, and anything that hands out uninitialised memory
@@ -374,9 +376,13 @@ def _why(err: BaseException) -> str:
     return f"{type(err).__name__}: {str(err)[:300]}"
 
 
-def count_reference(model: Any, inputs: list[Any]) -> tuple[list[Any], list[LaunchCount]]:
+def count_reference(
+    model: Any, inputs: list[Any], capture: SelectionCapture | None = None
+) -> tuple[list[Any], list[LaunchCount]]:
+    """The reference's outputs and counted launches; `capture` also keeps what its selecting operators were given
+    (drkernel.verify.selections: index outputs over computed tensors), in the same forward."""
     counter = AtenCounter()
-    with torch.no_grad(), counter:
+    with torch.no_grad(), counter, capture if capture is not None else contextlib.nullcontext():
         out = model(*inputs)
     return [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in _flatten(out)], counter.launches
 
@@ -397,8 +403,10 @@ def model_candidate(
     ref_out: list[Any],
     ref_counts: list[LaunchCount],
     options: VerifyOptions,
+    selection: list[Any] | None = None,
 ) -> dict[str, Any]:
-    """The whole trusted judgement of one trace: replay, compare, price. Returns the "modelled" message."""
+    """The whole trusted judgement of one trace: replay, compare, price. Returns the "modelled" message. `selection`:
+    what the reference's selecting operators were given, for index outputs only (never handed to the replay)."""
     profile = get_profile(options.gpu_profile)
     ref_time = model_time(ref_counts, profile)
     base = {
@@ -417,7 +425,9 @@ def model_candidate(
             out = replay.run()
     except ReplayFailed as err:
         return {**base, "verdict": "mismatch", "message": str(err)}
-    ok, message, _ = tensors.compare(ref_out, out, options.atol, options.rtol, options.correctness, inputs)
+    ok, message, _ = tensors.compare(
+        ref_out, out, options.atol, options.rtol, options.correctness, [*inputs, *(selection or [])]
+    )
     if not ok:
         return {
             **base,
@@ -472,7 +482,8 @@ def main(spec: ChildSpec, conn: Any) -> None:
             source = f.read()
         _, seed = conn.recv()  # ("reference", seed): before the trace, so nothing of the candidate's is here yet
         inputs = problem.make_inputs(module, seed, backend)
-        ref_out, ref_counts = count_reference(model, inputs)
+        capture = SelectionCapture()
+        ref_out, ref_counts = count_reference(model, inputs, capture)
         del model
     except (EOFError, OSError):
         return
@@ -494,7 +505,7 @@ def main(spec: ChildSpec, conn: Any) -> None:
     try:  # from here on every failure is the trace's: its payload, its kernels, its memory
         _, trace, payload, committed = conn.recv()
         reply = model_candidate(
-            trace, payload, committed, source, spec.workdir, inputs, ref_out, ref_counts, spec.options
+            trace, payload, committed, source, spec.workdir, inputs, ref_out, ref_counts, spec.options, capture.sources
         )
     except Exception as e:  # a replay that breaks the trusted side's code is still the candidate's trace
         reply = {
@@ -541,7 +552,8 @@ def trace_locally(
         header, payload = tracing.record(lambda: cand_model(*seen), seen, state, _flatten)
     trace = protocol.validate({"type": "trace", **header})
     unseen = problem.make_inputs(ref_module, replay_seed, backend)
-    ref_out, ref_counts = count_reference(ref_model, unseen)
+    capture = SelectionCapture()
+    ref_out, ref_counts = count_reference(ref_model, unseen, capture)
     os.makedirs(os.path.join(workdir, "replay"), exist_ok=True)
     return {
         "trace": {k: v for k, v in trace.items() if k not in ("type", "payload")},
@@ -552,6 +564,7 @@ def trace_locally(
         "inputs": unseen,
         "ref_out": ref_out,
         "ref_counts": ref_counts,
+        "selection": capture.sources,
     }
 
 

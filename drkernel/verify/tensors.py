@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+EXACT_MISMATCH = "integers and booleans compare exactly"  # in the message of an integer or bool mismatch
 CHUNK = 1 << 24  # elements per step of the comparison: bounded temporaries for multi-gigabyte outputs
 
 
@@ -93,7 +94,7 @@ def compare(
                     stats["index_ties"] = stats.get("index_ties", 0) + ties
                     continue
                 worst = (c.long() - r.long()).abs().max().item() if r.dtype != torch.bool else 1
-                why = f"{where} values differ (max abs diff {worst}; integers and booleans compare exactly)"
+                why = f"{where} values differ (max abs diff {worst}; {EXACT_MISMATCH})"
                 return False, why, stats
             nan_bad, inf_bad, close, worst, err, norm = _all_stats(r, c, atol, rtol)
             if nan_bad:

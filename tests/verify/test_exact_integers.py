@@ -83,3 +83,43 @@ def test_the_verifier_fails_an_off_by_one_argmax_and_passes_the_shipped_ones() -
         for name in ("solution_simple.py", "solution_fused.py"):
             shipped = verifier.verify(reference, (LIBRARY / name).read_text(), opts)
             assert shipped.status == "ok" and shipped.correct and shipped.hack is None, (name, shipped.error)
+
+
+def test_an_index_over_computed_logits_is_judged_by_the_logits(tmp_path: Path) -> None:
+    """Red-team note N2: argmax of computed logits, the other of two tied classes. The reference's argmax operand is
+    recovered by re-running the reference under a capture (drkernel.verify.selections); without it the index fails."""
+    from drkernel.verify.devices import make_backend
+    from drkernel.verify.replay import model_locally
+    from drkernel.verify.selections import selection_sources
+
+    ref = problem.import_file(str(HERE / "issue35" / "ref_logits_argmax_ties.py"), "ref_logits_argmax_ties")
+    cand = problem.import_file(str(HERE / "issue35" / "logits_argmax_other_copy.py"), "logits_argmax_other_copy")
+    backend = make_backend("cpu")
+    model = problem.build_model(ref.Model, [], {}, backend)
+    other = problem.build_model(cand.ModelNew, [], {}, backend)
+    (x,) = ref.get_inputs()
+    with torch.no_grad():
+        r, c = model(x), other(x)
+    assert not torch.equal(r, c)
+    assert not tensors.compare([r], [c], 1e-2, 1e-2, inputs=[x])[0]
+    sources = selection_sources(model, [x])
+    assert len(sources) == 1 and sources[0].shape == (16, 64)
+    ok, msg, stats = tensors.compare([r], [c], 1e-2, 1e-2, inputs=[x, *sources])
+    assert ok and stats["index_ties"] == 16, msg
+    wrong = (r + 1) % 64  # a neighbouring class: not tied
+    assert not tensors.compare([r], [wrong], 1e-2, 1e-2, inputs=[x, *sources])[0]
+    reference, candidate = (
+        (HERE / "issue35" / "ref_logits_argmax_ties.py").read_text(),
+        (HERE / "issue35" / "logits_argmax_other_copy.py").read_text(),
+    )
+    modelled = model_locally(reference, candidate, str(tmp_path), VerifyOptions(device="cpu", timing="cpu_model"))
+    assert modelled["verdict"] == "match", modelled["message"]
+
+
+@pytest.mark.integration
+def test_the_verifier_accepts_the_other_of_two_tied_classes() -> None:
+    opts = VerifyOptions(device="cpu", num_correct_trials=2, measure_performance=False, measure_coverage=False)
+    reference = (HERE / "issue35" / "ref_logits_argmax_ties.py").read_text()
+    with Verifier(device="cpu", max_concurrency=1) as verifier:
+        r = verifier.verify(reference, (HERE / "issue35" / "logits_argmax_other_copy.py").read_text(), opts)
+    assert r.status == "ok" and r.correct and r.hack is None, (r.hack, r.error)
