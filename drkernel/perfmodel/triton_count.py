@@ -314,7 +314,9 @@ class TritonCounter:
         def atomic_rmw(original: Any) -> Any:
             def f(builder: Any, op: Any, ptr: Any, val: Any, mask: Any, *rest: Any) -> Any:
                 counter._access("load", ptr, mask)
-                counter._access("store", ptr, mask, atomic=True)
+                # An exchange writes a value computed elsewhere, as a plain store does: what it writes after a plain
+                # load of bytes other programs also write loses their updates on a GPU (red-team finding F8).
+                counter._access("store", ptr, mask, atomic="XCHG" not in str(op).upper())
                 return original(builder, op, ptr, val, mask, *rest)
 
             return f

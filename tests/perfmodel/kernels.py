@@ -154,3 +154,18 @@ def pointer_relu_kernel(x, o, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     tl.store(o + offs, tl.maximum(tl.load(x + offs, mask=m), 0.0), mask=m)
+
+
+@triton.jit
+def xchg_accumulate_kernel(x, y, BLOCK: tl.constexpr):
+    """Each program adds its block into y with a plain load, an add and an atomic exchange: a read-modify-write that
+    loses updates on a GPU (the exchange is atomic, the read before it is not)."""
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x + tl.program_id(0) * BLOCK + offs)
+    tl.atomic_xchg(y + offs, tl.load(y + offs) + v)
+
+
+@triton.jit
+def add_accumulate_kernel(x, y, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_add(y + offs, tl.load(x + tl.program_id(0) * BLOCK + offs))

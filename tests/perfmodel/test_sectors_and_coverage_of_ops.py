@@ -15,7 +15,7 @@ from torch.utils.flop_counter import sdpa_flop_count
 from drkernel.config.verifier import VerifyOptions
 from drkernel.perfmodel import get_profile
 from drkernel.perfmodel.aten_count import AtenCounter
-from drkernel.perfmodel.triton_count import FREE_OPS, ROUTED_OPS, TritonCounter, Unsupported
+from drkernel.perfmodel.triton_count import FREE_OPS, ROUTED_OPS, Race, TritonCounter, Unsupported
 from drkernel.verify.replay import model_locally, priced
 
 from . import kernels as k
@@ -161,3 +161,17 @@ def test_tensor_descriptor_loads_and_stores_count_like_pointer_ones() -> None:
         torch.testing.assert_close(o, torch.relu(x))
         counts.append((c.launches[0].read_bytes, c.launches[0].write_bytes, c.launches[0].programs))
     assert counts[0] == counts[1] == (4000, 4000, 8), counts
+
+
+def test_an_atomic_exchange_after_a_plain_load_is_a_race() -> None:
+    """Red-team finding F8: a split-K written back with tl.atomic_xchg of a plainly loaded sum passed the race check
+    (atomics were exempt); an accumulating atomic (atomic_add) still is."""
+    x = torch.ones(4 * 16, dtype=torch.int32)
+    y = torch.zeros(16, dtype=torch.int32)
+    with TritonCounter(), pytest.raises(Exception) as raised:
+        k.xchg_accumulate_kernel[(4,)](x, y, BLOCK=16)
+    assert isinstance(raised.value.__cause__, Race) or isinstance(raised.value, Race), raised.value
+    y = torch.zeros(16, dtype=torch.int32)
+    with TritonCounter() as c:
+        k.add_accumulate_kernel[(4,)](x, y, BLOCK=16)
+    assert torch.equal(y, torch.full((16,), 4, dtype=torch.int32)) and c.launches[0].programs == 4
