@@ -103,10 +103,38 @@ def _attention_backward(grad: Any, q: Any, k: Any, v: Any, *_: Any, **__: Any) -
     return sdpa_backward_flop_count(grad.shape, q.shape, k.shape, v.shape)
 
 
+def _lstm_layer(x: Any, w_ih: Any, w_hh: Any, *_: Any, **__: Any) -> int:
+    """One direction of one layer of oneDNN's LSTM: per step and batch row, the gates' two matmuls."""
+    rows = x.numel() // max(x.shape[-1], 1)
+    return 2 * rows * (w_ih.numel() + w_hh.numel())
+
+
+def _pairwise_distance(x1: Any, x2: Any, *_: Any, **__: Any) -> int:
+    """cdist's p=2 kernels: the matmul of every pair (x1 [..., P, M], x2 [..., R, M])."""
+    batch = math.prod(x1.shape[:-2]) if x1.dim() > 2 else 1
+    return 2 * batch * x1.shape[-2] * x2.shape[-2] * x1.shape[-1]
+
+
+def _trilinear(i1: Any, i2: Any, i3: Any, e1: Any, e2: Any, e3: Any, *_: Any, **__: Any) -> int:
+    """nn.Bilinear's kernel: a multiply-add over the product of the three operands' (unsqueezed) extents."""
+    shapes = []
+    for t, expand in ((i1, e1), (i2, e2), (i3, e3)):
+        shape = list(t.shape)
+        for d in sorted(expand):
+            shape.insert(d, 1)
+        shapes.append(shape)
+    return 2 * math.prod(max(sizes) for sizes in zip(*shapes))
+
+
 # Flop formulas torch.utils.flop_counter lacks: the fused attention kernels eager PyTorch runs on CPU (and the
 # device-neutral fused entry points), counted like the CUDA flash / efficient attention kernels it registers
-# (issue 35: every CPU attention reference was priced by its bytes alone).
+# (issue 35: every CPU attention reference was priced by its bytes alone); oneDNN's LSTM layer, cdist's kernels
+# and nn.Bilinear's _trilinear (red-team note N3: references through them were priced by their bytes alone).
 EXTRA_FLOPS: dict[str, Any] = {
+    "mkldnn_rnn_layer": _lstm_layer,
+    "_euclidean_dist": _pairwise_distance,
+    "_cdist_forward": _pairwise_distance,
+    "_trilinear": _trilinear,
     "_scaled_dot_product_flash_attention_for_cpu": _attention,
     "_scaled_dot_product_fused_attention_overrideable": _attention,
     "_scaled_dot_product_attention_math_for_mps": _attention,

@@ -175,3 +175,17 @@ def test_an_atomic_exchange_after_a_plain_load_is_a_race() -> None:
     with TritonCounter() as c:
         k.add_accumulate_kernel[(4,)](x, y, BLOCK=16)
     assert torch.equal(y, torch.full((16,), 4, dtype=torch.int32)) and c.launches[0].programs == 4
+
+
+def test_cpu_lstm_cdist_and_bilinear_references_count_their_arithmetic() -> None:
+    """Red-team note N3: oneDNN's LSTM layer, cdist's kernels and nn.Bilinear's _trilinear had no flop formula, so
+    references through them were priced by their bytes alone (KernelBench's LSTMs at 66 us for ~30 GFLOP)."""
+    lstm, bilinear = torch.nn.LSTM(8, 16), torch.nn.Bilinear(5, 6, 7)
+    with torch.no_grad(), AtenCounter() as c:
+        lstm(torch.randn(5, 3, 8))
+        torch.cdist(torch.randn(4, 30, 8), torch.randn(4, 40, 8))
+        bilinear(torch.randn(3, 5), torch.randn(3, 6))
+    flops = {x.name: sum(x.flops.values()) for x in c.launches if x.flops}
+    assert flops["aten::mkldnn_rnn_layer"] == 2 * 5 * 3 * (64 * 8 + 64 * 16)
+    assert sum(v for name, v in flops.items() if "dist" in name) >= 2 * 4 * 30 * 40 * 8
+    assert flops["aten::_trilinear"] == 2 * 3 * 7 * 5 * 6
