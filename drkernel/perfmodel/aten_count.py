@@ -109,10 +109,21 @@ def _lstm_layer(x: Any, w_ih: Any, w_hh: Any, *_: Any, **__: Any) -> int:
     return 2 * rows * (w_ih.numel() + w_hh.numel())
 
 
-def _pairwise_distance(x1: Any, x2: Any, *_: Any, **__: Any) -> int:
-    """cdist's p=2 kernels: the matmul of every pair (x1 [..., P, M], x2 [..., R, M])."""
-    batch = math.prod(x1.shape[:-2]) if x1.dim() > 2 else 1
-    return 2 * batch * x1.shape[-2] * x2.shape[-2] * x1.shape[-1]
+def _pairs(x1: Any, x2: Any) -> int:
+    """Pair terms of a batched distance (x1 [..., P, M], x2 [..., R, M]): the batch is the broadcast of both (red-team
+    finding F9: a batch taken from x1 alone priced a batch broadcast from x2 at 1/B)."""
+    batch = math.prod(torch.broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2])))
+    return batch * x1.shape[-2] * x2.shape[-2] * x1.shape[-1]
+
+
+def _euclidean_dist(x1: Any, x2: Any, *_: Any, **__: Any) -> int:
+    """cdist's matmul-based p=2 kernel: a multiply-add per pair term."""
+    return 2 * _pairs(x1, x2)
+
+
+def _cdist_forward(x1: Any, x2: Any, *_: Any, **__: Any) -> int:
+    """cdist's direct kernel: a difference, a power and a sum per pair term."""
+    return 3 * _pairs(x1, x2)
 
 
 def _trilinear(i1: Any, i2: Any, i3: Any, e1: Any, e2: Any, e3: Any, *_: Any, **__: Any) -> int:
@@ -132,8 +143,8 @@ def _trilinear(i1: Any, i2: Any, i3: Any, e1: Any, e2: Any, e3: Any, *_: Any, **
 # and nn.Bilinear's _trilinear (red-team note N3: references through them were priced by their bytes alone).
 EXTRA_FLOPS: dict[str, Any] = {
     "mkldnn_rnn_layer": _lstm_layer,
-    "_euclidean_dist": _pairwise_distance,
-    "_cdist_forward": _pairwise_distance,
+    "_euclidean_dist": _euclidean_dist,
+    "_cdist_forward": _cdist_forward,
     "_trilinear": _trilinear,
     "_scaled_dot_product_flash_attention_for_cpu": _attention,
     "_scaled_dot_product_fused_attention_overrideable": _attention,

@@ -169,3 +169,12 @@ def xchg_accumulate_kernel(x, y, BLOCK: tl.constexpr):
 def add_accumulate_kernel(x, y, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.atomic_add(y + offs, tl.load(x + tl.program_id(0) * BLOCK + offs))
+
+
+@triton.jit
+def cas_accumulate_kernel(x, y, BLOCK: tl.constexpr):
+    """A read-modify-write through one compare-and-swap of the value just loaded, no retry: it always succeeds in the
+    interpreter, which runs programs in turn, and loses updates on a GPU."""
+    offs = tl.arange(0, BLOCK)
+    old = tl.load(y + offs)
+    tl.atomic_cas(y + offs, old, old + tl.load(x + tl.program_id(0) * BLOCK + offs))

@@ -172,6 +172,10 @@ def test_an_atomic_exchange_after_a_plain_load_is_a_race() -> None:
         k.xchg_accumulate_kernel[(4,)](x, y, BLOCK=16)
     assert isinstance(raised.value.__cause__, Race) or isinstance(raised.value, Race), raised.value
     y = torch.zeros(16, dtype=torch.int32)
+    with TritonCounter(), pytest.raises(Exception) as raised:  # F8b: one compare-and-swap, no retry
+        k.cas_accumulate_kernel[(4,)](x, y, BLOCK=16)
+    assert isinstance(raised.value.__cause__, Race) or isinstance(raised.value, Race), raised.value
+    y = torch.zeros(16, dtype=torch.int32)
     with TritonCounter() as c:
         k.add_accumulate_kernel[(4,)](x, y, BLOCK=16)
     assert torch.equal(y, torch.full((16,), 4, dtype=torch.int32)) and c.launches[0].programs == 4
@@ -188,4 +192,7 @@ def test_cpu_lstm_cdist_and_bilinear_references_count_their_arithmetic() -> None
     flops = {x.name: sum(x.flops.values()) for x in c.launches if x.flops}
     assert flops["aten::mkldnn_rnn_layer"] == 2 * 5 * 3 * (64 * 8 + 64 * 16)
     assert sum(v for name, v in flops.items() if "dist" in name) >= 2 * 4 * 30 * 40 * 8
+    with torch.no_grad(), AtenCounter() as c:  # F9: a batch broadcast from the second operand counts in full
+        torch.cdist(torch.randn(1, 30, 8), torch.randn(4, 40, 8), compute_mode="donot_use_mm_for_euclid_dist")
+    assert sum(sum(x.flops.values()) for x in c.launches) >= 2 * 4 * 30 * 40 * 8, c.launches
     assert flops["aten::_trilinear"] == 2 * 3 * 7 * 5 * 6
