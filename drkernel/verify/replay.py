@@ -129,6 +129,30 @@ LINEAR_ATEN = frozenset(
         "bernoulli_",
         "native_dropout",
         "count_nonzero",
+        # red-team note N4 (issue 35): linear in their bytes too (3-D pooling like 2-D, windows from cache), reached by
+        # KernelBench references a candidate may keep part of
+        "hardswish",
+        "glu",
+        "prelu",
+        "_prelu_kernel",
+        "log_sigmoid_forward",
+        "max_pool3d_with_indices",
+        "avg_pool3d",
+        "_adaptive_avg_pool3d",
+        "adaptive_max_pool2d",
+        "adaptive_max_pool3d",
+        "upsample_nearest1d",
+        "upsample_nearest2d",
+        "upsample_nearest3d",
+        "upsample_bilinear2d",
+        "pixel_shuffle",
+        "mse_loss",
+        "smooth_l1_loss",
+        "huber_loss",
+        "nll_loss_forward",
+        "binary_cross_entropy",
+        "kl_div",
+        "unsafe_split",
     }
 )
 
