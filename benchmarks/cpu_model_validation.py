@@ -71,13 +71,15 @@ def _ratio(full: float, tiny: float) -> float:
     return full / tiny if tiny > 0 else 1.0
 
 
-def model_candidate_counts(parts: dict[str, Any], atol: float, rtol: float) -> tuple[list[LaunchCount], str]:
+def model_candidate_counts(
+    parts: dict[str, Any], atol: float, rtol: float, sector_bytes: int = 32
+) -> tuple[list[LaunchCount], str]:
     """Replay the trace (as the verifier's replay child does) and return its counted launches."""
     kernels, names = load_kernels(parts["candidate_source"], parts["workdir"])
     inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in parts["inputs"]]
-    replay = Replay(parts["trace"], parts["payload"], parts["committed"], inputs, kernels, names)
+    replay = Replay(parts["trace"], parts["payload"], parts["committed"], inputs, kernels, names, sector_bytes)
     out = replay.run()
-    ok, message, _ = tensors.compare(parts["ref_out"], out, atol, rtol, "strict")
+    ok, message, _ = tensors.compare(parts["ref_out"], out, atol, rtol, "strict", parts["inputs"] + parts["selection"])
     return replay.counts, "" if ok else message
 
 
@@ -88,7 +90,7 @@ def one(
     t0 = time.perf_counter()
     tiny_src = p.source(kernelbench, tiny=True)
     parts = trace_locally(tiny_src, c.path.read_text(), workdir)
-    cand, mismatch = model_candidate_counts(parts, 1e-2, 1e-2)
+    cand, mismatch = model_candidate_counts(parts, 1e-2, 1e-2, profile.sector_bytes)
     row: dict[str, Any] = {
         "problem": p.name,
         "candidate": c.file,

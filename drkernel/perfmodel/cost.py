@@ -13,6 +13,8 @@ from typing import Any
 
 from drkernel.perfmodel.profiles import GpuProfile
 
+SECTOR_BYTES = 32  # the memory transaction size counts default to (NVIDIA: 32 B sectors; GpuProfile.sector_bytes)
+
 
 @dataclass
 class LaunchCount:

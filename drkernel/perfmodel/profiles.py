@@ -23,6 +23,7 @@ class GpuProfile:
     fp64_flops: float  # FP64 matrix rate: tl.dot on fp64 operands, eager fp64 / complex128 matmuls
     launch_overhead_s: float  # host-side cost of one kernel launch
     compute_units: int  # SMs (AI cores on Ascend): a grid of fewer programs leaves the rest idle
+    sector_bytes: int  # the unit memory moves in between DRAM, L2 and the cores: a partly used sector costs whole
     sources: dict[str, str] = field(default_factory=dict)
 
     def peak_flops(self, precision: str) -> float:
@@ -47,6 +48,7 @@ H200 = GpuProfile(
     fp64_flops=67e12,
     launch_overhead_s=4e-6,
     compute_units=132,
+    sector_bytes=32,
     sources={
         "dram_bytes_per_s": "measured: device-to-device copy through PyTorch, about 4.3 TB/s (KINDS.md, 2026-10-28 "
         "and 2026-11-04; datasheet 4.8 TB/s); 19_ReLU ran at 4.2 TB/s (h200_measurements.md)",
@@ -58,6 +60,7 @@ H200 = GpuProfile(
         "fp64_flops": "datasheet (H200 SXM = H100 SXM): FP64 tensor core 67 TFLOP/s",
         "launch_overhead_s": "estimate: a few microseconds per launch from Python (eager aten or Triton's launcher)",
         "compute_units": "read on the lent H200 (torch.cuda.get_device_properties: 132 SMs)",
+        "sector_bytes": "CUDA C++ Best Practices Guide, coalesced access: global memory moves in 32-byte sectors",
     },
 )
 
@@ -72,6 +75,7 @@ A100 = GpuProfile(
     fp64_flops=19.5e12,
     launch_overhead_s=4e-6,
     compute_units=108,
+    sector_bytes=32,
     sources={
         "dram_bytes_per_s": "datasheet A100 80GB SXM 2.04 TB/s, derated to about 88% achievable",
         "l2_bytes_per_s": "estimate: about 2.5x HBM",
@@ -82,6 +86,7 @@ A100 = GpuProfile(
         "fp64_flops": "datasheet: FP64 tensor core 19.5 TFLOP/s",
         "launch_overhead_s": "estimate, as for the H200",
         "compute_units": "datasheet: 108 SMs",
+        "sector_bytes": "CUDA C++ Best Practices Guide: 32-byte sectors (Ampere and later)",
     },
 )
 
@@ -96,6 +101,7 @@ ASCEND_910B = GpuProfile(
     fp64_flops=40e12,
     launch_overhead_s=8e-6,
     compute_units=24,
+    sector_bytes=32,
     sources={
         "dram_bytes_per_s": "vendor figure 1.6 TB/s HBM2e, derated to about 88% achievable (lead, unverified)",
         "l2_bytes_per_s": "estimate: about 2.5x HBM",
@@ -106,6 +112,7 @@ ASCEND_910B = GpuProfile(
         "fp64_flops": "estimate, unverified: no figure found (the cube unit has no fp64); the fp32 vector rate assumed",
         "launch_overhead_s": "estimate: task launch through torch_npu is slower than CUDA",
         "compute_units": "estimate: 910B variants report 20-25 AI cores; 24 assumed (unverified)",
+        "sector_bytes": "estimate, unverified: Ascend C moves data in 32-byte aligned blocks (the unified buffer)",
     },
 )
 

@@ -3,11 +3,16 @@
 Every load, store and atomic the interpreter performs goes through one `InterpreterBuilder` method with
 the element addresses (a numpy array) and the mask; `tl.dot` goes through `create_dot` with the operand
 blocks (`tl.dot_scaled` through `create_dot_scaled`). Wrapping those methods (for the duration of a
-`TritonCounter` only) counts each launch: unique bytes read and written (each byte once per launch, whatever
-the width of the accesses that touched it), bytes re-read across programs (bytes another program of the
-launch loaded: L2) and within one program (L1 / shared memory), matmul flops by precision ("tf32", "tf32x3",
-"bf16", "fp32", "fp64"), other elementwise work ("vector": every integer or floating-point op, one per result
-element; reductions and scans one per element reduced), and the programs of the grid.
+`TritonCounter` only) counts each launch: DRAM traffic as the distinct memory sectors read and written
+(32 B on NVIDIA, the GPU profile's `sector_bytes`: a GPU moves whole sectors, so a kernel that loads only the
+high half of each fp32 moves every byte of it; issue 35), sectors re-read across programs (sectors another
+program of the launch loaded: L2) and within one program (L1 / shared memory; each access counts the sectors it
+touches), matmul flops by precision ("tf32", "tf32x3", "bf16", "fp32", "fp64"), other elementwise work
+("vector": every integer, floating-point or pointer op, one per result element; reductions, scans and
+histograms one per element reduced), and the programs of the grid.
+
+Every other builder operation the interpreter can run is either known to launch no work (shapes, program ids,
+casts of pointers) or refused (Unsupported): an operation added in a later Triton is refused until priced.
 
 With `allowed` address ranges every access is checked before it happens: an access outside them raises
 OutsideBuffers (the replay hands a kernel only the buffers its trace reported).
@@ -20,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from drkernel.perfmodel.cost import LaunchCount
+from drkernel.perfmodel.cost import SECTOR_BYTES, LaunchCount
 
 # Elementwise work outside tl.dot, integer or floating point, priced at the CUDA-core rate: ops per result
 # element. Address arithmetic counts too (it is real work, and negligible beside memory in an honest kernel);
@@ -39,11 +44,30 @@ VECTOR_OPS = {
             *(f"fcmp{c}" for c in ("OEQ", "OGE", "OGT", "OLE", "OLT", "ONE", "UEQ", "UGE", "UGT", "ULE", "ULT", "UNE")),
             *(f"icmp{c}" for c in ("EQ", "NE", "SGE", "SGT", "SLE", "SLT", "UGE", "UGT", "ULE", "ULT")),
             "gather",
+            "addptr",  # pointer arithmetic is integer arithmetic (red-team finding: it was free)
         )
     },
     "create_fma": 2,
     "create_extern_elementwise": 4,  # libdevice math (tanh, pow, ...): several instructions each
 }
+# Builder operations that do no arithmetic and move no memory: shapes and layouts, program ids, constants, casts
+# between pointers and integers of the same bits, and hints. Every `create_*` in neither this set nor a priced one
+# is refused while counting.
+FREE_OPS = frozenset(
+    f"create_{op}"
+    for op in (
+        *("splat", "unsplat", "broadcast", "expand_dims", "reshape", "trans", "join", "split", "cat"),
+        *("make_range", "get_program_id", "get_num_programs", "bitcast", "int_to_ptr", "ptr_to_int"),
+        "make_tensor_descriptor",  # a description of a block: its loads and stores are counted where they happen
+        *("assume", "assert", "barrier"),
+    )
+)
+# Memory operations that reach the counted masked load / store (the interpreter implements them through those;
+# tensor descriptors materialise their pointers first: red-team note N1, an honest descriptor kernel was refused).
+ROUTED_OPS = frozenset(
+    {"create_load", "create_store", "create_atomic_load", "create_atomic_store", "create_atomic_poll"}
+    | {"create_descriptor_load", "create_descriptor_store", "create_descriptor_gather", "create_descriptor_scatter"}
+)
 # A program's own re-reads are served by L1 / shared memory only while its distinct loads fit there (256 KiB per
 # SM on Hopper, 192 on Ampere); a program that re-reads a larger working set goes to the L2 (red-team finding: a
 # single program looping over a whole matmul had 64 MB of re-reads priced at the L1 rate).
@@ -55,7 +79,7 @@ class OutsideBuffers(RuntimeError):
 
 
 class Unsupported(RuntimeError):
-    """A Triton feature the counter cannot count (tensor descriptors)."""
+    """A Triton operation the counter does not price (inline assembly, prints, anything newer than this list)."""
 
 
 class Race(RuntimeError):
@@ -80,13 +104,13 @@ def _precision(a: Any, input_precision: Any) -> str:
 
 
 class _Launch:
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, name: str, sector: int = SECTOR_BYTES) -> None:
+        self.name, self.sector = name, sector
         self.program: list[np.ndarray] = []  # this program's load addresses, one array per access
         self.program_sizes: list[int] = []
-        self.loads: list[tuple[np.ndarray, np.ndarray]] = []  # per finished program: its loaded byte ranges
-        self.loaded = 0  # all bytes loaded
-        self.program_unique = 0  # sum over programs of the distinct bytes each loaded
+        self.loads: list[tuple[np.ndarray, np.ndarray]] = []  # per finished program: its loaded sector ranges
+        self.loaded = 0  # bytes of the sectors each access touched, summed over accesses
+        self.program_unique = 0  # sum over programs of the bytes of the distinct sectors each loaded
         self.spilled = 0  # re-reads of programs whose distinct loads exceed L1_BYTES_PER_PROGRAM: L2, not L1
         self.programs = 0
         self.stores: list[np.ndarray] = []
@@ -106,15 +130,19 @@ class _Launch:
             self.program_stores, self.program_store_sizes = [], []
         if not self.program:
             return
-        starts, ends = _ranges(self.program, self.program_sizes)
-        loaded = int((ends - starts).sum())
-        starts, ends = _union(starts, ends)
-        unique = int((ends - starts).sum())
+        # One access (a warp's worth of lanes on a GPU) moves each sector it touches once, however many lanes hit it.
+        loaded = sum(
+            _covered(*_union(*_sectors(*_ranges([a], [n]), self.sector)))
+            for a, n in zip(self.program, self.program_sizes)
+        )
+        starts, ends = _union(*_ranges(self.program, self.program_sizes))
+        sector_starts, sector_ends = _union(*_sectors(starts, ends, self.sector))
+        unique = _covered(sector_starts, sector_ends)
         self.loaded += loaded
         self.program_unique += unique
         if unique > L1_BYTES_PER_PROGRAM:
             self.spilled += loaded - unique
-        self.loads.append((starts, ends))
+        self.loads.append((sector_starts, sector_ends))
         self.plain.append((self.programs, starts, ends, False))
         self.program, self.program_sizes = [], []
 
@@ -153,8 +181,7 @@ class _Launch:
             read = int((ends - starts).sum())
         written = 0
         if self.stores:
-            starts, ends = _union(*_ranges(self.stores, self.store_sizes))
-            written = int((ends - starts).sum())
+            written = _covered(*_union(*_sectors(*_ranges(self.stores, self.store_sizes), self.sector)))
         return LaunchCount(
             self.name,
             "triton",
@@ -174,6 +201,17 @@ def _ranges(addrs: list[np.ndarray], sizes: list[int]) -> tuple[np.ndarray, np.n
     return starts, ends
 
 
+def _sectors(starts: np.ndarray, ends: np.ndarray, sector: int) -> tuple[np.ndarray, np.ndarray]:
+    """Byte ranges widened to the whole sectors they touch: the unit a GPU moves between DRAM, L2 and the SMs."""
+    s = np.uint64(sector)
+    return starts // s * s, (ends + s - np.uint64(1)) // s * s
+
+
+def _covered(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Bytes in disjoint ranges (_union's)."""
+    return int((ends - starts).sum()) if starts.size else 0
+
+
 def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The disjoint byte ranges covering the given ones. Bytes, not addresses, are what a kernel moves: a one-byte
     access at an address does not make a later four-byte access there cost one byte (red-team finding)."""
@@ -191,7 +229,8 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
 class TritonCounter:
     """Context manager: counts every interpreted launch while active; `launches` holds the counts."""
 
-    def __init__(self, allowed: list[tuple[int, int]] | None = None) -> None:
+    def __init__(self, allowed: list[tuple[int, int]] | None = None, sector_bytes: int = SECTOR_BYTES) -> None:
+        self.sector_bytes = sector_bytes
         self.launches: list[LaunchCount] = []
         self._current: _Launch | None = None
         self._saved: list[tuple[type, str, Any]] = []
@@ -259,23 +298,25 @@ class TritonCounter:
         counter = self
 
         def masked_load(original: Any) -> Any:
-            def f(builder: Any, ptrs: Any, mask: Any, other: Any, *rest: Any) -> Any:
+            def f(builder: Any, ptrs: Any, mask: Any, other: Any, *rest: Any, **named: Any) -> Any:
                 counter._access("load", ptrs, mask)
-                return original(builder, ptrs, mask, other, *rest)
+                return original(builder, ptrs, mask, other, *rest, **named)
 
             return f
 
         def masked_store(original: Any) -> Any:
-            def f(builder: Any, ptrs: Any, value: Any, mask: Any, *rest: Any) -> Any:
+            def f(builder: Any, ptrs: Any, value: Any, mask: Any, *rest: Any, **named: Any) -> Any:
                 counter._access("store", ptrs, mask)
-                return original(builder, ptrs, value, mask, *rest)
+                return original(builder, ptrs, value, mask, *rest, **named)
 
             return f
 
         def atomic_rmw(original: Any) -> Any:
             def f(builder: Any, op: Any, ptr: Any, val: Any, mask: Any, *rest: Any) -> Any:
                 counter._access("load", ptr, mask)
-                counter._access("store", ptr, mask, atomic=True)
+                # An exchange writes a value computed elsewhere, as a plain store does: what it writes after a plain
+                # load of bytes other programs also write loses their updates on a GPU (red-team finding F8).
+                counter._access("store", ptr, mask, atomic="XCHG" not in str(op).upper())
                 return original(builder, op, ptr, val, mask, *rest)
 
             return f
@@ -283,7 +324,10 @@ class TritonCounter:
         def atomic_cas(original: Any) -> Any:
             def f(builder: Any, ptr: Any, *rest: Any) -> Any:
                 counter._access("load", ptr, None)
-                counter._access("store", ptr, None, atomic=True)
+                # In the interpreter a compare-and-swap of the value just loaded always succeeds, so a single one is a
+                # plain store there and a lost update on a GPU (red-team finding F8b): the race check treats it so
+                # (a lock built on it guards plain loads and stores, which the check refuses anyway).
+                counter._access("store", ptr, None, atomic=False)
                 return original(builder, ptr, *rest)
 
             return f
@@ -314,9 +358,20 @@ class TritonCounter:
 
             return f
 
-        def unsupported(original: Any) -> Any:
-            def f(*args: Any, **kwargs: Any) -> Any:
-                raise Unsupported("tensor descriptors are not counted by the CPU model")
+        def unsupported(name: str) -> Any:
+            def make(original: Any) -> Any:
+                def f(*args: Any, **kwargs: Any) -> Any:
+                    raise Unsupported(f"tl operation {name.removeprefix('create_')} is not counted by the CPU model")
+
+                return f
+
+            return make
+
+        def histogram(original: Any) -> Any:
+            def f(builder: Any, data: Any, *rest: Any) -> Any:  # one shared-memory atomic per element binned
+                if counter._current is not None:
+                    counter._current.add_flops("vector", float(np.size(data.data)))
+                return original(builder, data, *rest)
 
             return f
 
@@ -324,7 +379,10 @@ class TritonCounter:
             def f(jit_self: Any, *args: Any, **kwargs: Any) -> Any:
                 if kwargs.get("warmup"):
                     return original(jit_self, *args, **kwargs)
-                outer, counter._current = counter._current, _Launch(getattr(jit_self.fn, "__name__", "?"))
+                outer, counter._current = (
+                    counter._current,
+                    _Launch(getattr(jit_self.fn, "__name__", "?"), counter.sector_bytes),
+                )
                 try:
                     return original(jit_self, *args, **kwargs)
                 finally:
@@ -340,14 +398,8 @@ class TritonCounter:
         self._patch(InterpreterBuilder, "create_dot", dot)
         if hasattr(InterpreterBuilder, "create_dot_scaled"):
             self._patch(InterpreterBuilder, "create_dot_scaled", dot_scaled)
-        for name in (
-            "create_descriptor_load",
-            "create_descriptor_store",
-            "create_descriptor_gather",
-            "create_descriptor_scatter",
-        ):
-            if hasattr(InterpreterBuilder, name):
-                self._patch(InterpreterBuilder, name, unsupported)
+        if hasattr(InterpreterBuilder, "create_histogram"):
+            self._patch(InterpreterBuilder, "create_histogram", histogram)
 
         def arithmetic(flops_per_element: int) -> Any:
             def make(original: Any) -> Any:
@@ -365,6 +417,10 @@ class TritonCounter:
         for name, per in VECTOR_OPS.items():
             if hasattr(InterpreterBuilder, name):
                 self._patch(InterpreterBuilder, name, arithmetic(per))
+        counted = {name for _, name, _ in self._saved} | FREE_OPS | ROUTED_OPS
+        for name in sorted(dir(InterpreterBuilder)):  # descriptors, inline asm, print, anything newer: refused
+            if name.startswith("create_") and name not in counted:
+                self._patch(InterpreterBuilder, name, unsupported(name))
 
         def grid_idx(original: Any) -> Any:
             def f(builder: Any, *args: Any) -> Any:

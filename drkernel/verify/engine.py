@@ -569,6 +569,10 @@ class _Conversation:
             self.v.phase_s["memory_wait"] = waited
             self.deadline += waited
             self.conn.send_bytes(b'{"type": "granted"}')
+        elif kind in ("pause_candidate", "resume_candidate"):
+            pause = kind == "pause_candidate"
+            self._signal_candidate(signal.SIGSTOP if pause else signal.SIGCONT)
+            self.conn.send_bytes(b'{"type": "paused"}' if pause else b'{"type": "resumed"}')
         elif kind == "timing_done":
             self._release()
         elif kind == "done":
@@ -578,6 +582,20 @@ class _Conversation:
         elif kind == "infra":
             raise Infra(m.get("kind", "infra"), m.get("message", "judge failure"))
         return None
+
+    def _signal_candidate(self, sig: int) -> None:
+        """Stop or continue the candidate's whole process tree: the judge asks for it around each turn of the reference
+        it times, so that nothing of the candidate's runs beside the reference then (issue 35, red-team finding F2:
+        a thread of the candidate's slowed the reference's timed calls). The judge, pid 1 of its own PID namespace,
+        cannot see the candidate's process; this process holds its pid."""
+        pid = self.procs["candidate"].pid
+        if pid is None:
+            return
+        for target in [pid, *descendants(pid)]:
+            try:
+                os.kill(target, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def _merge(self, judged: Verdict) -> Verdict:
         judged.checks = self.v.checks + judged.checks

@@ -7,12 +7,13 @@ No candidate code runs here and nothing a runner sends is unpickled (drkernel.ve
 - CUDA memory the candidate can map is only ever allocated from a private pool (`torch.cuda.MemPool`):
   an IPC mapping covers a whole allocator segment, and pointer arithmetic from an input must not reach
   the reference's outputs or anything else of the judge's.
-- Timing: per round, fresh input sets are staged in both runners (untimed, in the order they will
-  run), the last-level cache is flushed, and each runner gets "run k" (k calls, one per input set,
-  then a device-wide sync; on CPU/NPU also the outputs encoded and their hash in the reply, so the
-  clock stops only once the outputs exist); the judge's clock times the round trip, less an empty round
-  trip measured on the reference runner (the candidate cannot inflate what is subtracted). The timed
-  path is the same for both: one runner loop, one per-call observer (runner.py), and nothing extra
+- Timing: per round, fresh input sets are staged in each runner right before its run (each "stage" timed on
+  its own; the candidate's staging beyond the reference's is charged to it: drkernel.verify.timing_phase), the
+  last-level cache is flushed, and each runner gets "run k" (k calls,
+  one per input set, then a device-wide sync; on CPU/NPU also the outputs encoded and their hash in the
+  reply, so the clock stops only once the outputs exist); the judge's clock times the round trip, less an
+  empty round trip measured on the reference runner (the candidate cannot inflate what is subtracted). The
+  timed path is the same for both: one runner loop, one per-call observer (runner.py), and nothing extra
   on this side for the candidate's "run" order. Rounds alternate which runner goes first; the median
   per-call time is reported. Every call's output is collected and compared after the timed window
   (CPU/NPU: the bytes collected must hash to the digest that ended the timed run).
@@ -26,24 +27,20 @@ import hashlib
 import json
 import math
 import os
-import statistics
 import time
 from typing import Any
 
 import torch
 
-from drkernel.verify import outputs, precision, problem, protocol, tensors
+from drkernel.verify import outputs, problem, protocol, tensors
 from drkernel.verify.channel import CandidateFault, CandidateGone, Channel
 from drkernel.verify.child_spec import ChildSpec
 from drkernel.verify.devices import env_for, make_backend
 from drkernel.verify.result import CheckName, HackName, Infra
 from drkernel.verify.sandbox import capture_output, isolate
+from drkernel.verify.timing_phase import TimingPhases, fresh_seed
 from drkernel.verify.verdict import Verdict
 
-ROUND_TARGET_S = 1e-3  # one timed round trip holds at least this much of the reference's work
-MAX_CALLS_PER_ROUND = {"cpu": 2, "cuda": 64, "npu": 64}
-ROUND_BYTES = {"cpu": 256 << 20, "cuda": 4 << 30, "npu": 2 << 30}  # input+output bytes staged per round
-EMPTY_ROUND_TRIPS = 7
 # Device memory an evaluation asks the caller for before it stages inputs: the judge holds fresh, held,
 # pristine and bound copies of a set and its outputs (assumed about as large as the inputs), and each runner
 # its outputs and the forward's temporaries; plus three processes' contexts and a round's extra sets.
@@ -55,19 +52,10 @@ MEMORY_FIXED = 8 << 30
 PROFILE = os.environ.get("DRKERNEL_JUDGE_PROFILE") == "1"
 PROFILE_ROWS = 40
 REFERENCE_PAYLOAD = 16 << 30  # the reference runner is trusted; this only bounds a runaway
-COVERAGE_CALLS = {"cpu": 2, "cuda": 3, "npu": 3}  # fresh input sets the coverage pass runs, each once
-# Largest trace payload (host-made literal tensors) a candidate may send for the CPU model: the judge holds it
-# twice (received, and in the order to the replay) and has no memory limit of its own, so a payload as large as
-# the candidate's own limit could make the judge run out and read as infra_error (red-team review).
-TRACE_PAYLOAD_MB = 256
 NOT_COMPILED = frozenset({"syntax", "import", "missing_model_new", "triton_compile"})
 
 
-def fresh_seed() -> int:
-    return int.from_bytes(os.urandom(8), "little") >> 1
-
-
-class Judge:
+class Judge(TimingPhases):
     def __init__(self, spec: ChildSpec, caller: Any, ref_conn: Any, cand_conn: Any) -> None:
         self.spec, self.caller = spec, caller
         self.options = spec.options
@@ -88,6 +76,10 @@ class Judge:
         self.snapshot: list[list[Any]] | None = None  # the candidate's outputs as they were when its timed run ended
         self.round_costs = {"inputs": 0.0, "runs": 0.0, "outputs_and_checks": 0.0}  # seconds, timed rounds only
         self.ref_specs: list[dict[str, Any]] | None = None
+        self.stage_sent = 0.0  # when the last "stage" order went out (perf_counter)
+        self.prepared_s = 0.0  # the flush and sync before the last run's clock started
+        self.kernel_s_seen = 0.0  # the candidate's cumulative in-launch time as of its last evidence
+        self.reference_model: Any = None  # built only to find what a reference's index output selects from
         self.ref_aliases = False
         try:
             self.module = problem.import_file(spec.reference_path, "reference")
@@ -114,9 +106,12 @@ class Judge:
     def _bytes_set(self, values: list[Any]) -> tuple[list[dict[str, Any]], bytes]:
         return protocol.encode_values([v.to("cpu") if isinstance(v, torch.Tensor) else v for v in values])
 
-    def stage(self, ch: Channel, sets: list[list[Any]], reuse: bool = False) -> None:
+    def stage(self, ch: Channel, sets: list[list[Any]], reuse: bool = False) -> float:
+        """Hand input sets to a runner and wait for it: the seconds from the order sent to its reply (work a
+        runner does on receiving inputs is timed too; drkernel.verify.timing_phase)."""
         self.send_stage(ch, sets, reuse)
         ch.reply("staged")
+        return time.perf_counter() - self.stage_sent
 
     def send_stage(self, ch: Channel, sets: list[list[Any]], reuse: bool = False) -> None:
         """Hand input sets to a runner (its reply is read by the caller). On CUDA the new values of a one-set
@@ -137,6 +132,7 @@ class Judge:
                                 a.copy_(b)
                 self.backend.synchronize()
                 ch.order("stage", None, True)
+                self.stage_sent = time.perf_counter()
                 return
             if reuse and held:
                 raise Infra("infra", "re-validation input sets do not fit the storage the candidate holds")
@@ -149,6 +145,7 @@ class Judge:
             ch.order("stage", held, False, tensors=True)
         else:
             ch.order("stage", [self._bytes_set(s) for s in sets], reuse)
+        self.stage_sent = time.perf_counter()  # after the judge's own work for this order (IPC counters, pickling)
 
     def bind(self, ch: Channel, calls: list[list[dict[str, Any]]]) -> None:
         """CUDA: output buffers for every call of a round, shaped as reported (the candidate's only after its
@@ -174,10 +171,14 @@ class Judge:
         """The timed part: k calls, the runner's device sync and the outputs made final (CPU, NPU: encoded
         and hashed; CUDA: copied into the judge's bound buffers), as a round trip on this clock: the clock
         stops only once the outputs exist. The candidate's bound outputs are copied here at once, before any
-        other order reaches its process, so work done later cannot change what is compared."""
+        other order reaches its process, so work done later cannot change what is compared. `prepared_s` is how
+        long the cache flush and device sync before the clock took: device work a runner queued when it was staged
+        and left running delays them (a runner that answers "staged" before its queued kernels finish)."""
+        t_prep = time.perf_counter()
         self.backend.flush_cache()
         self.backend.synchronize()
         t0 = time.perf_counter()
+        self.prepared_s = t0 - t_prep
         self.order_run(ch, k)
         self.ran(ch)
         elapsed = time.perf_counter() - t0
@@ -272,6 +273,17 @@ class Judge:
         decoded = [[x.to(dev) if isinstance(x, torch.Tensor) else x for x in values] for values in decoded]
         return decoded[:k], decoded[k:]
 
+    def selection_sources(self, inputs: list[Any]) -> list[Any]:
+        """drkernel.verify.selections on the reference model, built here on first need (the judge runs no candidate
+        code; the weights are the public INIT_SEED's, as in the reference runner)."""
+        from drkernel.verify.selections import selection_sources
+
+        if self.reference_model is None:
+            args, kwargs = problem.init_inputs(self.module, self.backend)
+            cls = getattr(self.module, self.spec.entry_point)
+            self.reference_model = problem.build_model(cls, args, kwargs, self.backend)
+        return selection_sources(self.reference_model, inputs)
+
     def _candidate_cap(self, k: int) -> int:
         out = sum(s["nbytes"] for s in self.ref_specs or [] if s["kind"] == "tensor")
         return k * (out + self.input_bytes)
@@ -297,31 +309,39 @@ class Judge:
         t_start = time.perf_counter()
         sets = self.make_sets(seeds)
         order = (self.cand, self.ref) if cand_first else (self.ref, self.cand)
-        if timed:
-            for ch in order:  # staged in run order: each side's inputs are as old when its calls start
-                self.stage(ch, sets, reuse=reuse and ch is self.cand)
-            t_staged = time.perf_counter()
-            times = {id(ch): self.run(ch, k) for ch in order}
+        staged = {id(ch): math.nan for ch in order}
+        times = {id(ch): math.nan for ch in order}
+        if timed or coverage:
+            # Each runner is staged right before its run (or coverage pass): its inputs are as fresh as the other's,
+            # and a runner that answers "staged" at once and works on in the background cannot hide that work
+            # behind the other runner's turn (its run waits for it; issue 35).
+            self.round_costs["inputs"] += (time.perf_counter() - t_start) if timed else 0.0
+            for ch in order:
+                pause = self.candidate_paused() if timed and ch is self.ref else contextlib.nullcontext()
+                with pause:
+                    staged[id(ch)] = self.stage(ch, sets, reuse=reuse and ch is self.cand)
+                    if not (coverage and ch is self.cand):
+                        times[id(ch)] = self.run(ch, k)
+                        staged[id(ch)] += self.prepared_s  # staging ends when the device is ready for the run
+                if coverage and ch is self.cand:  # alone: its round trip on this clock is the candidate's pass only
+                    self.cand.want_digest = False
+                    t0 = time.perf_counter()
+                    self.cand.order("coverage", k)
+                    report, _ = self.cand.reply("coverage")
+                    times[id(ch)] = time.perf_counter() - t0
+                if timed:
+                    self.round_costs["inputs"] += staged[id(ch)]
+                    self.round_costs["runs"] += times[id(ch)]
             t_ran = time.perf_counter()
-            self.round_costs["inputs"] += t_staged - t_start
-            self.round_costs["runs"] += t_ran - t_staged
         else:
             for ch in order:
                 self.send_stage(ch, sets, reuse=reuse and ch is self.cand)
             for ch in order:
                 ch.reply("staged")
-            runs = [ch for ch in order if not (coverage and ch is self.cand)]
-            for ch in runs:
+            for ch in order:
                 self.order_run(ch, k)
-            for ch in runs:
+            for ch in order:
                 self.ran(ch)
-            times = {id(ch): math.nan for ch in order}
-            if coverage:  # alone, so that its round trip on this clock is the candidate's pass only
-                self.cand.want_digest = False
-                t0 = time.perf_counter()
-                self.cand.order("coverage", k)
-                report, _ = self.cand.reply("coverage")
-                times[id(self.cand)] = time.perf_counter() - t0
         ref_out, ref_in = self.collect(self.ref, k)
         if self.ref_specs is None:
             self.ref_specs = outputs.specs(ref_out[0])
@@ -331,6 +351,8 @@ class Judge:
         except torch.OutOfMemoryError as e:  # its outputs matched the reference's shapes: device pressure
             raise Infra("infra", f"out of device memory holding the candidate's outputs: {e}") from e
         self.absorb(self.cand.evidence)
+        kernel_s = self.cand.evidence.get("kernel_s", 0.0)  # cumulative over the candidate's observed calls
+        cand_kernel_s, self.kernel_s_seen = max(0.0, kernel_s - self.kernel_s_seen), kernel_s
         records = []
         quick = outputs.batch_passes(
             ref_out, cand_out, self.options.atol, self.options.rtol, self.options.correctness == "strict"
@@ -340,8 +362,17 @@ class Judge:
                 records.append({"seed_index": j, "passed": True, "message": "", **quick[j]})
                 continue
             ok, message, stats = tensors.compare(
-                ref_out[j], cand_out[j], self.options.atol, self.options.rtol, self.options.correctness
+                ref_out[j], cand_out[j], self.options.atol, self.options.rtol, self.options.correctness, sets[j]
             )
+            if not ok and tensors.EXACT_MISMATCH in message:  # an index of a computed tensor: what did it select from?
+                ok, message, stats = tensors.compare(
+                    ref_out[j],
+                    cand_out[j],
+                    self.options.atol,
+                    self.options.rtol,
+                    self.options.correctness,
+                    [*sets[j], *self.selection_sources(sets[j])],
+                )
             records.append({"seed_index": j, "passed": ok, "message": message, **stats})
             if not ok:
                 break
@@ -357,6 +388,9 @@ class Judge:
             "label": label,
             "ref_s": times[id(self.ref)],
             "cand_s": times[id(self.cand)],
+            "ref_stage_s": staged[id(self.ref)],
+            "cand_stage_s": staged[id(self.cand)],
+            "cand_kernel_s": cand_kernel_s,  # in-process: wall time in the candidate's launches during this run
             "k": k,
             "records": records,
             "mutated": mutated,
@@ -512,85 +546,6 @@ class Judge:
             if not self.verdict.failed(check):
                 self.verdict.check(check, True)
 
-    def timing(self) -> None:
-        self.enter("timing")
-        t0 = time.perf_counter()
-        empties: dict[int, list[float]] = {id(self.ref): [], id(self.cand): []}
-
-        for i in range(EMPTY_ROUND_TRIPS):
-            for ch in (self.ref, self.cand) if i % 2 == 0 else (self.cand, self.ref):
-                empties[id(ch)].append(self.run(ch, 0))
-        warm = max(1, self.spec.num_warmup)
-        ref_calls = []
-        for i in range(warm):
-            r = self.checked(self.round([fresh_seed()], f"warm-up call {i}", cand_first=i % 2 == 1))
-            ref_calls.append(r["ref_s"] - statistics.median(empties[id(self.ref)]))
-        k = self.calls_per_round(statistics.median(ref_calls))
-        if self.ipc:  # every timed call writes its outputs into bound buffers inside the round trip
-            for ch in (self.ref, self.cand):
-                if len(self.bound[id(ch)]) < k:
-                    self.bind(ch, [self.ref_specs] * k)
-        # Subtracted from both: the reference's (the candidate cannot inflate what is subtracted). The
-        # candidate's is only reported: the two differ only if the timed paths do (they must not).
-        empty = statistics.median(empties[id(self.ref)])
-        empty_cand = statistics.median(empties[id(self.cand)])
-        cand: list[float] = []
-        ref: list[float] = []
-        ratios: list[float] = []
-        opts, rounds, started = self.options, self.spec.num_perf_trials, time.perf_counter()
-        while not precision.enough_rounds(
-            ratios,
-            opts.timing_precision,
-            opts.min_perf_trials,
-            rounds,
-            time.perf_counter() - started,
-            opts.timing_budget_s,
-        ):
-            i = len(cand)
-            r = self.checked(self.round([fresh_seed() for _ in range(k)], f"timed round {i}", cand_first=i % 2 == 1))
-            cand.append(max(r["cand_s"] - empty, 0.0) / k)
-            ref.append(max(r["ref_s"] - empty, 0.0) / k)
-            ratios.append(cand[-1] / ref[-1] if ref[-1] > 0 else math.inf)
-        floor = 1e-7  # below the resolution of a round trip: clamp, so no ratio divides by zero
-        self.verdict.cand_ms = max(statistics.median(cand), floor) * 1e3
-        self.verdict.ref_ms = max(statistics.median(ref), floor) * 1e3
-        self.verdict.phase_s["timing"] = time.perf_counter() - t0
-        self.verdict.details["timed_round_s"] = {key: round(v, 4) for key, v in self.round_costs.items()}
-        self.verdict.details.update(
-            {
-                "perf_trials": len(cand),
-                "warmup": warm,
-                "calls_per_round": k,
-                "ratio_interval": [round(x, 4) for x in precision.median_interval(ratios)],
-                "rounds_ms": {
-                    "candidate": [round(t * 1e3, 5) for t in cand],
-                    "reference": [round(t * 1e3, 5) for t in ref],
-                },
-                "empty_round_trip_ms": round(empty * 1e3, 4),
-                "empty_round_trip_candidate_ms": round(empty_cand * 1e3, 4),
-            }
-        )
-        self.verdict.check(
-            "timing",
-            True,
-            (
-                f"median of {len(cand)} interleaved rounds of {k} call(s) after {warm} warm-up(s), timed as round "
-                f"trips on the judge's clock less the median empty round trip ({empty * 1e3:.3g} ms): candidate "
-                f"{self.verdict.cand_ms:.4g} ms, reference {self.verdict.ref_ms:.4g} ms per call"
-            ),
-        )
-
-    def calls_per_round(self, ref_per_call_s: float) -> int:
-        """k: enough calls that a round trip holds ROUND_TARGET_S of reference work, capped by memory."""
-        want = math.ceil(ROUND_TARGET_S / max(ref_per_call_s, 1e-6))
-        return int(max(1, min(want, MAX_CALLS_PER_ROUND[self.device], self.sets_that_fit())))
-
-    def sets_that_fit(self) -> int:
-        """Input sets (with their outputs) one round may stage: each is held by both runners and copied
-        here, so multi-gigabyte problems get one set per round."""
-        per_set = 3 * self.input_bytes + 3 * sum(s["nbytes"] for s in self.ref_specs or [] if s["kind"] == "tensor")
-        return int(max(1, ROUND_BYTES[self.device] // max(per_set, 1)))
-
     def checked(self, r: dict[str, Any]) -> dict[str, Any]:
         """After correctness passed, any wrong output is a hack: the kernel behaves only when it is watched."""
         bad = [x for x in r["records"] if not x["passed"]]
@@ -616,104 +571,6 @@ class Judge:
                 "every call's output compared, timed ones included; "
                 "after timing: first_seed_again, same_storage_new_values",
             )
-
-    def model_cpu(self) -> None:
-        """timing: cpu_model (issue 13), in place of timing on CPU. The candidate's process reports one forward
-        as a trace; the replay child (drkernel.verify.replay) runs it on inputs from a seed drawn here that
-        the candidate never saw, with only its gated jit functions, and prices the work it counted. A replay
-        that does not reproduce the reference fails the candidate: the trace left work out."""
-        self.enter("timing")
-        t0 = time.perf_counter()
-        self.replay.order("reference", fresh_seed())  # counted before any of the candidate's bytes reach it
-        self.stage(self.cand, self.make_sets([fresh_seed()]))
-        self.cand.order("trace")
-        trace, payload = self.cand.reply("trace", min(self.options.memory_limit_mb, TRACE_PAYLOAD_MB) << 20)
-        trace = {k: v for k, v in trace.items() if k not in ("type", "payload")}
-        self.replay.order("replay", trace, bytes(payload), self.committed)
-        try:
-            m, _ = self.replay.reply("modelled")
-        except CandidateGone as e:
-            raise CandidateFault("runtime", "the CPU model's replay of the candidate's trace died") from e
-        if m["verdict"] == "infra":
-            raise Infra("reference", f"cpu model: {m['message']}")
-        if m["verdict"] != "match":
-            self.verdict.check("cpu_model_replay", False, m["message"])
-            raise CandidateFault("output_mismatch", f"cpu model: {m['message']}")
-        self.verdict.cand_ms, self.verdict.ref_ms = max(m["cand_s"] * 1e3, 1e-7), max(m["ref_s"] * 1e3, 1e-7)
-        self.verdict.timing_source = "cpu_model"
-        self.verdict.phase_s["timing"] = time.perf_counter() - t0
-        self.verdict.details["cpu_model"] = {
-            "gpu_profile": self.options.gpu_profile,
-            "candidate": m["cand"],
-            "reference": m["ref"],
-            "launches": m["launches"],
-        }
-        self.verdict.check(
-            "cpu_model_replay",
-            True,
-            (
-                f"{int(m['cand'].get('launches', 0))} candidate launches replayed on unseen inputs and equal to the "
-                f"reference; modelled on {self.options.gpu_profile}: candidate {self.verdict.cand_ms:.4g} ms, "
-                f"reference {self.verdict.ref_ms:.4g} ms"
-            ),
-        )
-
-    def coverage(self) -> None:
-        """The candidate's coverage pass on fresh input sets staged for it, outputs compared like every call.
-        Its report comes from the candidate's process, so it may only lower the reward: on CPU the kernel
-        time it claims is capped by the pass's round trip on this clock; on accelerators a claim above the
-        judge's timing of the calls voids it. Under `timing: cpu_model` the coverage is the replay's modelled
-        Triton share of device time instead (interpreter wall time says nothing of a GPU's; issue 27)."""
-        self.enter("coverage")
-        t0 = time.perf_counter()
-        n = min(COVERAGE_CALLS[self.device], self.sets_that_fit())
-        r = self.checked(self.round([fresh_seed() for _ in range(n)], "coverage pass", timed=False, coverage=True))
-        h, pass_s = r["coverage"], r["cand_s"]
-        fraction, kernel_ms = h["fraction"], h["kernel_ms_per_call"]
-        self.verdict.phase_s["coverage"] = time.perf_counter() - t0
-        self.verdict.details["coverage_source"] = h["source"]
-        self.verdict.details.update({k: round(v, 6) for k, v in h["detail"].items()})
-        if h["collisions"]:
-            self.verdict.details["coverage_name_collisions"] = h["collisions"]
-        coverage = fraction
-        if self.verdict.timing_source == "cpu_model":  # the modelled Triton share of device time, not interpreter time
-            self.verdict.details["coverage_in_process"] = fraction
-            self.verdict.details["coverage_source"] = "cpu_model: modelled Triton share of device time"
-            coverage = self.verdict.details["cpu_model"]["candidate"].get("triton_share", 0.0)
-        elif self.device == "cpu" and fraction is not None:
-            trusted = min(1.0, (kernel_ms or 0.0) * n / max(pass_s * 1e3, 1e-9))
-            self.verdict.details["coverage_pass_ms_judge"] = round(pass_s * 1e3, 6)
-            if trusted < fraction:
-                coverage = trusted
-            self.verdict.check(
-                "coverage_crosscheck",
-                True,
-                (
-                    f"claimed kernel time {kernel_ms * n:.4g} ms of a pass the judge timed at {pass_s * 1e3:.4g} ms: "
-                    f"coverage at most {trusted:.4g}"
-                ),
-            )
-        if self.device != "cpu" and self.verdict.cand_ms is not None and kernel_ms is not None:
-            self.verdict.details["coverage_kernel_ms_per_call"] = round(kernel_ms, 6)
-            if kernel_ms > 1.5 * self.verdict.cand_ms + 0.05:
-                coverage = 0.0
-                self.verdict.check(
-                    "coverage_crosscheck",
-                    False,
-                    (
-                        f"the candidate's process claims {kernel_ms:.4g} ms of its kernels per call, the judge timed "
-                        f"{self.verdict.cand_ms:.4g} ms per call: coverage not believed"
-                    ),
-                )
-            else:
-                self.verdict.check("coverage_crosscheck", True, "claimed kernel time fits in the judge's timing")
-        self.verdict.coverage = coverage
-        self.verdict.check(
-            "coverage",
-            True,
-            f"{coverage if coverage is None else round(coverage, 4)} of the time in the "
-            f"candidate's own Triton kernels ({self.verdict.details['coverage_source']}, {n} fresh checked calls)",
-        )
 
     def measure_input_bytes(self) -> int:
         """Bytes of one input set: shapes from get_inputs on the meta device (no memory), or from a real set

@@ -6,11 +6,13 @@ Two sources, because neither sees everything:
 - A wrapper around `run` of the JIT function classes (JITFunction, and InterpretedFunction in the
   interpreter) sees launches in both modes and knows the source file of the kernel, which is how a
   launch is attributed to the candidate rather than to a library (exact file, not a name match).
-Under the interpreter the wrapper's wall time, less the time the kernel body spends in calls to
-anything but Triton (torch, plain Python helpers: `track_foreign`), is the kernel's execution time
-(CPU coverage). A launch counts as the candidate's only when the JIT object that ran was defined in
-the candidate's file: the launch hook's names merely annotate the wrapper's launch with its stream,
-so a kernel named like a library kernel gains nothing (issue 8, seen #10).
+Under the interpreter the time of the launch's programs (not the launcher around them, which copies
+arguments and calls the grid function and pre-run hooks), less the time kernel bodies spend in calls to
+anything but Triton, the candidate file's other code included (torch, plain Python helpers: `track_foreign`),
+is the kernel's execution time (CPU coverage). A kernel body is known by its code's file, name and the lines
+its jit function spans, not by name alone. A launch counts as the candidate's only when the JIT object
+that ran was defined in the candidate's file: the launch hook's names merely annotate the wrapper's
+launch with its stream, so a kernel named like a library kernel gains nothing (issue 8, seen #10).
 """
 
 from __future__ import annotations
@@ -52,6 +54,17 @@ def _kernel_source_file(jit_obj: Any) -> str | None:
     return getattr(code, "co_filename", None)
 
 
+def _kernel_span(jit_obj: Any) -> tuple[str, int, int] | None:
+    """(name, first line, last line) of a jit function's source. The interpreter runs a rewrite of the body
+    compiled under the same file name and def line, so a frame is this kernel's when its code starts inside
+    the span (a plain function of the same name elsewhere in the file does not)."""
+    code = getattr(getattr(jit_obj, "fn", None), "__code__", None)
+    if code is None:
+        return None
+    last = max((line for _, _, line in code.co_lines() if line is not None), default=code.co_firstlineno)
+    return code.co_name, code.co_firstlineno, last
+
+
 def jit_functions(module: ModuleType) -> list[Any]:
     """The module's Triton kernels: JITFunction-like globals, unwrapping Autotuner/Heuristics via `.fn`."""
     from triton.runtime.jit import KernelInterface
@@ -77,12 +90,15 @@ class LaunchRecorder:
         self.candidate_file = candidate_file
         self.max_programs = max_programs  # triton-ascend's per-launch limit on NPU (drkernel/verify/ascend_grid.py)
         self.candidate_names: set[str] = set()
+        self.kernel_spans: dict[str, list[tuple[int, int]]] = {}  # name -> (first, last) lines of its jit sources
         self._window: Window | None = None
-        self._patched: list[tuple[type, Any]] = []
+        self._patched: list[tuple[type, str, Any]] = []  # (class, attribute, original)
         self._hook_chain: Any = None
         self._current: Launch | None = None  # the wrapper launch in progress (the hook annotates it)
         self.hook_api = "none"
         self.track_foreign = False
+        self._grid_start: float | None = None  # interpreter: when the running launch's programs began and ended
+        self._grid_end: float | None = None
 
     # -- installation -------------------------------------------------------------------------
     def install(self) -> None:
@@ -97,7 +113,35 @@ class LaunchRecorder:
             pass
         for cls in classes:
             self._wrap_run(cls)
+        self._mark_programs()
         self._install_hook()
+
+    def _mark_programs(self) -> None:
+        """Under the interpreter, note when a launch's programs start (the grid's size is set just before the first)
+        and end (the last restore of the language patches follows the last program): the time between is the
+        kernel's, not the launcher's copies of the arguments, its grid function or pre-run hooks (red-team findings
+        F6, F7 of issue 35 ran torch work there). Left out where the interpreter has no such methods."""
+        try:
+            from triton.runtime import interpreter
+        except ImportError:
+            return
+        builder, scope = getattr(interpreter, "InterpreterBuilder", None), getattr(interpreter, "_LangPatchScope", None)
+        if builder is None or scope is None or not hasattr(builder, "set_grid_dim") or not hasattr(scope, "restore"):
+            return
+        recorder = self
+        set_grid_dim, restore = builder.set_grid_dim, scope.restore
+
+        def marked_set_grid_dim(builder_self: Any, *args: Any) -> Any:
+            recorder._grid_start = time.perf_counter()
+            return set_grid_dim(builder_self, *args)
+
+        def marked_restore(scope_self: Any) -> Any:
+            result = restore(scope_self)
+            recorder._grid_end = time.perf_counter()
+            return result
+
+        builder.set_grid_dim, scope.restore = marked_set_grid_dim, marked_restore
+        self._patched += [(builder, "set_grid_dim", set_grid_dim), (scope, "restore", restore)]
 
     def _wrap_run(self, cls: type) -> None:
         original = cls.run
@@ -112,6 +156,7 @@ class LaunchRecorder:
             outer, recorder._current = recorder._current, launch
             foreign = [0.0]
             profiling = launch is not None and launch.candidate and recorder.track_foreign
+            recorder._grid_start = recorder._grid_end = None
             previous = sys.getprofile() if profiling else None
             if profiling:
                 sys.setprofile(recorder._foreign_profiler(foreign))
@@ -123,12 +168,15 @@ class LaunchRecorder:
                 if profiling:
                     sys.setprofile(previous)
                 recorder._current = outer
+                start, end = recorder._grid_start, recorder._grid_end
+                if start is not None and end is not None and end >= start:
+                    elapsed = end - start  # the programs only, not the launcher around them
                 if launch is not None:
                     launch.seconds = max(0.0, elapsed - foreign[0])
 
         run.__wrapped__ = original  # type: ignore[attr-defined]
         cls.run = run  # type: ignore[method-assign]
-        self._patched.append((cls, original))
+        self._patched.append((cls, "run", original))
 
     def _install_hook(self) -> None:
         try:
@@ -143,8 +191,8 @@ class LaunchRecorder:
             self.hook_api = "knobs.runtime.launch_enter_hook (HookChain)"
 
     def uninstall(self) -> None:
-        for cls, original in self._patched:
-            cls.run = original  # type: ignore[method-assign]
+        for cls, name, original in reversed(self._patched):
+            setattr(cls, name, original)
         self._patched.clear()
         if self._hook_chain is not None:
             self._hook_chain.remove(self._hook)
@@ -152,7 +200,7 @@ class LaunchRecorder:
 
     def guarded_objects(self) -> list[tuple[Any, str]]:
         """(owner, attribute) pairs the tamper check must see unchanged."""
-        pairs: list[tuple[Any, str]] = [(cls, "run") for cls, _ in self._patched]
+        pairs: list[tuple[Any, str]] = [(cls, name) for cls, name, _ in self._patched]
         try:
             from triton import knobs
 
@@ -170,23 +218,35 @@ class LaunchRecorder:
         import triton
 
         triton_dir = os.path.dirname(os.path.abspath(triton.__file__))
-        names, path = self.candidate_names, self.candidate_file
+        spans, path = self.kernel_spans, self.candidate_file
 
         def body(code: Any) -> bool:
-            return code.co_filename == path and code.co_name in names
+            return code.co_filename == path and any(
+                lo <= code.co_firstlineno <= hi for lo, hi in spans.get(code.co_name, ())
+            )
 
         def kernelish(code: Any) -> bool:
             return code.co_filename.startswith(triton_dir) or body(code)
 
         open_call: list[Any] = []  # [frame, c function or None, start] of the foreign call in progress
+        depth = [0]  # kernel-body frames running: only their time is kernel time (the launcher's is not counted)
 
         def profiler(frame: Any, event: str, arg: Any) -> None:
             if event == "call":
-                caller = frame.f_back
-                if not open_call and caller is not None and body(caller.f_code) and not kernelish(frame.f_code):
+                code, caller = frame.f_code, frame.f_back
+                if body(code):
+                    depth[0] += 1
+                    return
+                if open_call or not depth[0]:
+                    return
+                if code.co_filename == path or (caller is not None and body(caller.f_code) and not kernelish(code)):
                     open_call[:] = [frame, None, time.perf_counter()]
-            elif event == "c_call":
-                if not open_call and body(frame.f_code):
+                return
+            if event == "return" and body(frame.f_code):  # a body frame is never the foreign call in progress
+                depth[0] -= 1
+                return
+            if event == "c_call":
+                if not open_call and depth[0] and body(frame.f_code):
                     open_call[:] = [frame, arg, time.perf_counter()]
             elif (
                 open_call
@@ -206,7 +266,7 @@ class LaunchRecorder:
         is_candidate = _kernel_source_file(jit_obj) == self.candidate_file
         name = getattr(getattr(jit_obj, "fn", None), "__name__", None) or "?"
         if is_candidate:
-            self.candidate_names.add(name)
+            self._add_kernel(jit_obj)
         if self._window is None:
             return None
         launch = Launch(name, is_candidate, None, 0.0)
@@ -217,8 +277,14 @@ class LaunchRecorder:
         """Register the candidate module's kernels by name (the launch hook only knows names)."""
         for obj in jit_functions(module):
             if _kernel_source_file(obj) == self.candidate_file:
-                self.candidate_names.add(getattr(obj.fn, "__name__", "?"))
+                self._add_kernel(obj)
         return sorted(self.candidate_names)
+
+    def _add_kernel(self, jit_obj: Any) -> None:
+        self.candidate_names.add(getattr(jit_obj.fn, "__name__", "?"))
+        span = _kernel_span(jit_obj)
+        if span is not None and span[1:] not in self.kernel_spans.setdefault(span[0], []):
+            self.kernel_spans[span[0]].append(span[1:])
 
     def _hook(self, metadata: Any) -> None:
         if self._window is None:

@@ -186,7 +186,7 @@ def _evidence(v: Any) -> dict[str, Any]:
     """What the harness inside a runner saw during its calls (believed only to lower a reward)."""
     if not isinstance(v, dict):
         raise ProtocolError("evidence is an object")
-    _keys(v, {"decoy_calls", "tampered", "side_processes", "stream_mismatch", "aliases", "launches"})
+    _keys(v, {"decoy_calls", "tampered", "side_processes", "stream_mismatch", "aliases", "launches", "kernel_s"})
     return {
         "decoy_calls": _texts(v.get("decoy_calls", [])),
         "tampered": _texts(v.get("tampered", [])),
@@ -194,6 +194,7 @@ def _evidence(v: Any) -> dict[str, Any]:
         "stream_mismatch": _texts(v.get("stream_mismatch", [])),
         "aliases": _texts(v.get("aliases", [])),
         "launches": _int(0, 1 << 40)(v.get("launches", 0)),
+        "kernel_s": _number(0.0, 1e9)(v.get("kernel_s", 0.0)),
     }
 
 

@@ -15,6 +15,7 @@ data-dependent literals and lies about buffers all make the replay wrong.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import math
 import os
@@ -32,6 +33,7 @@ from drkernel.perfmodel.triton_count import OutsideBuffers, Race, TritonCounter,
 from drkernel.verify import gpu_dot, problem, protocol, tensors
 from drkernel.verify.child_spec import ChildSpec
 from drkernel.verify.gate import check_source
+from drkernel.verify.selections import SelectionCapture
 
 MAX_PROGRAMS = 1 << 20  # programs of one replayed launch
 # Not replayed as aten events: files and process state, and anything that hands out uninitialised memory
@@ -127,17 +129,41 @@ LINEAR_ATEN = frozenset(
         "bernoulli_",
         "native_dropout",
         "count_nonzero",
+        # red-team note N4 (issue 35): linear in their bytes too (3-D pooling like 2-D, windows from cache), reached by
+        # KernelBench references a candidate may keep part of
+        "hardswish",
+        "glu",
+        "prelu",
+        "_prelu_kernel",
+        "log_sigmoid_forward",
+        "max_pool3d_with_indices",
+        "avg_pool3d",
+        "_adaptive_avg_pool3d",
+        "adaptive_max_pool2d",
+        "adaptive_max_pool3d",
+        "upsample_nearest1d",
+        "upsample_nearest2d",
+        "upsample_nearest3d",
+        "upsample_bilinear2d",
+        "pixel_shuffle",
+        "mse_loss",
+        "smooth_l1_loss",
+        "huber_loss",
+        "nll_loss_forward",
+        "binary_cross_entropy",
+        "kl_div",
+        "unsafe_split",
     }
 )
 
 
 def priced(op: Any) -> bool:
-    from torch.utils.flop_counter import flop_registry
+    from drkernel.perfmodel.aten_count import flop_formula
 
     base = op._schema.name.removeprefix("aten::")
     return (
         torch.Tag.pointwise in op.tags
-        or op._overloadpacket in flop_registry
+        or flop_formula(op) is not None
         or base in LINEAR_ATEN
         or bool(getattr(op, "is_view", False))
     )
@@ -206,12 +232,13 @@ class Replay:
         inputs: list[Any],
         kernels: ModuleType,
         kernel_names: set[str],
+        sector_bytes: int = 32,
     ) -> None:
         self.trace, self.kernels, self.kernel_names = trace, kernels, kernel_names
         self.storages: dict[int, torch.UntypedStorage] = {}
         self.counts: list[LaunchCount] = []
-        self.aten = AtenCounter()
-        self.triton = TritonCounter(allowed=[])
+        self.aten = AtenCounter(sector_bytes)
+        self.triton = TritonCounter(allowed=[], sector_bytes=sector_bytes)
         offset = 0
         state_ok = set(committed)
         for bid, buf in enumerate(trace["buffers"]):
@@ -373,9 +400,13 @@ def _why(err: BaseException) -> str:
     return f"{type(err).__name__}: {str(err)[:300]}"
 
 
-def count_reference(model: Any, inputs: list[Any]) -> tuple[list[Any], list[LaunchCount]]:
+def count_reference(
+    model: Any, inputs: list[Any], capture: SelectionCapture | None = None
+) -> tuple[list[Any], list[LaunchCount]]:
+    """The reference's outputs and counted launches; `capture` also keeps what its selecting operators were given
+    (drkernel.verify.selections: index outputs over computed tensors), in the same forward."""
     counter = AtenCounter()
-    with torch.no_grad(), counter:
+    with torch.no_grad(), counter, capture if capture is not None else contextlib.nullcontext():
         out = model(*inputs)
     return [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in _flatten(out)], counter.launches
 
@@ -396,8 +427,10 @@ def model_candidate(
     ref_out: list[Any],
     ref_counts: list[LaunchCount],
     options: VerifyOptions,
+    selection: list[Any] | None = None,
 ) -> dict[str, Any]:
-    """The whole trusted judgement of one trace: replay, compare, price. Returns the "modelled" message."""
+    """The whole trusted judgement of one trace: replay, compare, price. Returns the "modelled" message. `selection`:
+    what the reference's selecting operators were given, for index outputs only (never handed to the replay)."""
     profile = get_profile(options.gpu_profile)
     ref_time = model_time(ref_counts, profile)
     base = {
@@ -410,14 +443,15 @@ def model_candidate(
     }
     try:
         kernels, names = load_kernels(candidate_source, workdir)
-        replay = Replay(
-            trace, payload, committed, [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs], kernels, names
-        )
+        inputs_copy = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        replay = Replay(trace, payload, committed, inputs_copy, kernels, names, profile.sector_bytes)
         with gpu_dot.emulated():  # tl.dot as the GPU computes it: priced at TF32, computed with TF32 operands
             out = replay.run()
     except ReplayFailed as err:
         return {**base, "verdict": "mismatch", "message": str(err)}
-    ok, message, _ = tensors.compare(ref_out, out, options.atol, options.rtol, options.correctness)
+    ok, message, _ = tensors.compare(
+        ref_out, out, options.atol, options.rtol, options.correctness, [*inputs, *(selection or [])]
+    )
     if not ok:
         return {
             **base,
@@ -472,7 +506,8 @@ def main(spec: ChildSpec, conn: Any) -> None:
             source = f.read()
         _, seed = conn.recv()  # ("reference", seed): before the trace, so nothing of the candidate's is here yet
         inputs = problem.make_inputs(module, seed, backend)
-        ref_out, ref_counts = count_reference(model, inputs)
+        capture = SelectionCapture()
+        ref_out, ref_counts = count_reference(model, inputs, capture)
         del model
     except (EOFError, OSError):
         return
@@ -494,7 +529,7 @@ def main(spec: ChildSpec, conn: Any) -> None:
     try:  # from here on every failure is the trace's: its payload, its kernels, its memory
         _, trace, payload, committed = conn.recv()
         reply = model_candidate(
-            trace, payload, committed, source, spec.workdir, inputs, ref_out, ref_counts, spec.options
+            trace, payload, committed, source, spec.workdir, inputs, ref_out, ref_counts, spec.options, capture.sources
         )
     except Exception as e:  # a replay that breaks the trusted side's code is still the candidate's trace
         reply = {
@@ -541,7 +576,8 @@ def trace_locally(
         header, payload = tracing.record(lambda: cand_model(*seen), seen, state, _flatten)
     trace = protocol.validate({"type": "trace", **header})
     unseen = problem.make_inputs(ref_module, replay_seed, backend)
-    ref_out, ref_counts = count_reference(ref_model, unseen)
+    capture = SelectionCapture()
+    ref_out, ref_counts = count_reference(ref_model, unseen, capture)
     os.makedirs(os.path.join(workdir, "replay"), exist_ok=True)
     return {
         "trace": {k: v for k, v in trace.items() if k not in ("type", "payload")},
@@ -552,6 +588,7 @@ def trace_locally(
         "inputs": unseen,
         "ref_out": ref_out,
         "ref_counts": ref_counts,
+        "selection": capture.sources,
     }
 
 

@@ -137,6 +137,39 @@ def classify(exc: BaseException, model_file: str, kernel_names: set[str]) -> str
     return "runtime"
 
 
+# Process-wide switches of floating-point arithmetic (issue 35): the reference computes in its own process with the
+# defaults, so a candidate that flips one (fp32 matmuls in TF32 or bf16, reduced-precision reductions) computes other
+# arithmetic than it is compared and timed against. Read before the candidate is imported and after its calls.
+NUMERICS_SWITCHES: tuple[tuple[str, Callable[[], Any]], ...] = (
+    ("torch.get_float32_matmul_precision()", lambda: torch.get_float32_matmul_precision()),
+    ("torch.backends.cuda.matmul.allow_tf32", lambda: torch.backends.cuda.matmul.allow_tf32),
+    (
+        "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+        lambda: torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+    ),
+    (
+        "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
+        lambda: torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+    ),
+    ("torch.backends.cudnn.allow_tf32", lambda: torch.backends.cudnn.allow_tf32),
+    ("torch.backends.fp32_precision", lambda: torch.backends.fp32_precision),
+    ("torch.backends.cuda.matmul.fp32_precision", lambda: torch.backends.cuda.matmul.fp32_precision),
+    ("torch.backends.cudnn.conv.fp32_precision", lambda: torch.backends.cudnn.conv.fp32_precision),
+    ("torch.backends.mkldnn.matmul.fp32_precision", lambda: torch.backends.mkldnn.matmul.fp32_precision),
+)
+
+
+def numerics() -> dict[str, str]:
+    """The current value of every numerics switch this torch has."""
+    out = {}
+    for name, read in NUMERICS_SWITCHES:
+        try:
+            out[name] = repr(read())
+        except (AttributeError, RuntimeError):
+            continue
+    return out
+
+
 class Observer:
     """Runs each forward under launch recording and collects the evidence the judge gets.
 
@@ -158,16 +191,21 @@ class Observer:
         self.stream_mismatch: list[str] = []
         self.alias_calls: list[str] = []
         self.launches = 0
+        self.kernel_s = 0.0  # wall time inside the candidate's own launches over every observed call (CPU coverage)
         self.snapshot: HarnessSnapshot | None = None
+        self.numerics: dict[str, str] = {}
 
     def install(self) -> None:
         self.recorder.install()
         self.snapshot = HarnessSnapshot(self.recorder.guarded_objects())
+        self.numerics = numerics()
 
     def check_tamper(self) -> None:
         changed = self.snapshot.changed() if self.snapshot else []
         if not self.recorder.hook_still_installed():
             changed.append("triton launch_enter_hook chain")
+        now = numerics()
+        changed += [f"{k}: {v} -> {now.get(k)}" for k, v in self.numerics.items() if now.get(k) != v]
         if changed and not self.tampered:
             self.tampered = changed
 
@@ -185,6 +223,7 @@ class Observer:
             self.alias_calls.append(label)
         mine = window.candidate_launches()
         self.launches += len(mine)
+        self.kernel_s += window.candidate_seconds()
         if self.require_triton and not mine:
             self.decoy_calls.append(label)
         harness_stream = self.backend.current_stream()
@@ -197,7 +236,7 @@ class Observer:
         """Checked after the timed window: harness tampering, and processes alive after the calls (Triton's
         compilers have exited by then; this process is a subreaper, so double-forked orphans count too)."""
         if not self.watch_process:
-            return {"aliases": self.alias_calls[:5], "launches": self.launches}
+            return {"aliases": self.alias_calls[:5], "launches": self.launches, "kernel_s": self.kernel_s}
         self.check_tamper()
         if not self.side_processes:
             self.side_processes = [f"pid {pid} alive after the calls" for pid in descendants(os.getpid())]
@@ -208,6 +247,7 @@ class Observer:
             "stream_mismatch": self.stream_mismatch[:5],
             "aliases": self.alias_calls[:5],
             "launches": self.launches,
+            "kernel_s": self.kernel_s,
         }
 
 

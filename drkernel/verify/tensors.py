@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+EXACT_MISMATCH = "integers and booleans compare exactly"  # in the message of an integer or bool mismatch
 CHUNK = 1 << 24  # elements per step of the comparison: bounded temporaries for multi-gigabyte outputs
 
 
@@ -53,9 +54,17 @@ def _all_stats(
 
 
 def compare(
-    reference: list[Any], candidate: list[Any], atol: float, rtol: float, mode: str = "strict"
+    reference: list[Any],
+    candidate: list[Any],
+    atol: float,
+    rtol: float,
+    mode: str = "strict",
+    inputs: list[Any] | None = None,
 ) -> tuple[bool, str, dict[str, Any]]:
     """Same structure, shape, dtype; no NaN/Inf where the reference is finite; then per tensor:
+    - integer and bool tensors: equal exactly (an index off by one is wrong whatever its size; issue 35), except
+      an index tensor whose entries select, from one of the call's `inputs`, values equal to those the
+      reference's select within the tolerance (argmax / top-k over near-ties: index_selection);
     - elementwise: KernelBench's allclose(atol, rtol);
     - scale ("strict" mode only): relative L2 error ||c - r|| / ||r|| <= rtol. An absolute tolerance
       larger than every output value (a 16384-wide softmax is about 6e-5 per element) lets a kernel
@@ -77,6 +86,16 @@ def compare(
             c = c.to(r.device)
             if not r.numel():
                 continue
+            if not (r.is_floating_point() or r.is_complex()):
+                if torch.equal(c, r):
+                    continue
+                ties = index_selection(r, c, inputs or [], atol, rtol)
+                if ties is not None:
+                    stats["index_ties"] = stats.get("index_ties", 0) + ties
+                    continue
+                worst = (c.long() - r.long()).abs().max().item() if r.dtype != torch.bool else 1
+                why = f"{where} values differ (max abs diff {worst}; {EXACT_MISMATCH})"
+                return False, why, stats
             nan_bad, inf_bad, close, worst, err, norm = _all_stats(r, c, atol, rtol)
             if nan_bad:
                 return False, f"{where} has NaN where the reference is a number", stats
@@ -107,6 +126,45 @@ def compare(
             elif c != r or type(c) is not type(r):
                 return False, f"{where} = {c!r}, reference {r!r}", stats
     return True, "", stats
+
+
+def index_selection(r: torch.Tensor, c: torch.Tensor, inputs: list[Any], atol: float, rtol: float) -> int | None:
+    """When integer outputs differ: the number of differing entries if `c` is as good an index as `r` into one of
+    the floating `inputs` along one dimension (argmax / argmin with that dimension dropped or kept, top-k / sort
+    indices with k entries along it, a flat argmax as a 0-d tensor): every index in range, the k indices of a slice
+    distinct, and the values they select equal to those `r` selects within (atol, rtol). None otherwise."""
+    if r.dtype == torch.bool:
+        return None
+    rl, cl = r.long(), c.long()
+    for x in inputs:
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or not x.numel():
+            continue
+        x = x.to(r.device)
+        ways: list[tuple[torch.Tensor, int, torch.Tensor, torch.Tensor]] = []
+        if r.dim() == 0:
+            ways.append((x.reshape(-1), 0, rl.reshape(1), cl.reshape(1)))
+        for d in range(x.dim()):
+            dropped = list(x.shape[:d]) + list(x.shape[d + 1 :])
+            if list(r.shape) == dropped:
+                ways.append((x, d, rl.unsqueeze(d), cl.unsqueeze(d)))
+            elif (
+                r.dim() == x.dim()
+                and all(a == b for i, (a, b) in enumerate(zip(r.shape, x.shape)) if i != d)
+                and r.shape[d] <= x.shape[d]
+            ):
+                ways.append((x, d, rl, cl))
+        for src, d, ri, ci in ways:
+            n = src.shape[d]
+            if bool(((ci < 0) | (ci >= n)).any()) or bool(((ri < 0) | (ri >= n)).any()):
+                continue
+            if ci.shape[d] > 1:
+                s = ci.sort(dim=d).values
+                if bool((s.narrow(d, 1, s.shape[d] - 1) == s.narrow(d, 0, s.shape[d] - 1)).any()):
+                    continue
+            want, got = src.gather(d, ri), src.gather(d, ci)
+            if bool(torch.isclose(got, want, atol=atol, rtol=rtol, equal_nan=True).all()):
+                return int((r != c).sum())
+    return None
 
 
 BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}  # an integer type of each element size

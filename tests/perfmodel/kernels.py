@@ -105,3 +105,76 @@ def fp64_dot_kernel(a, b, c, N: tl.constexpr):
     x = tl.load(a + r[:, None] * N + r[None, :]).to(tl.float64)
     y = tl.load(b + r[:, None] * N + r[None, :]).to(tl.float64)
     tl.store(c + r[:, None] * N + r[None, :], tl.dot(x, y).to(tl.float32))
+
+
+@triton.jit
+def high_half_relu_kernel(xh, oh, n, BLOCK: tl.constexpr):
+    """relu on the high 16 bits of each fp32 only (int16 views; bf16 precision): half the bytes of each float."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    h = tl.load(xh + 2 * offs + 1, mask=m)
+    tl.store(oh + 2 * offs + 1, tl.where(h < 0, 0, h).to(tl.int16), mask=m)
+
+
+@triton.jit
+def histogram_kernel(x, o, N: tl.constexpr, BINS: tl.constexpr):
+    tl.store(o + tl.arange(0, BINS), tl.histogram(tl.load(x + tl.arange(0, N)), BINS))
+
+
+@triton.jit
+def pointer_walk_kernel(x, o, STEPS: tl.constexpr, BLOCK: tl.constexpr):
+    """Integer work done as pointer arithmetic: the pointer advances by each loaded value."""
+    offs = tl.arange(0, BLOCK)
+    p = o + offs * 0
+    for _ in tl.static_range(STEPS):
+        p += tl.load(x + offs)
+    tl.store(o + offs, (p.to(tl.int64) - o.to(tl.int64)).to(tl.int32))
+
+
+@triton.jit
+def inline_asm_kernel(x, o, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x + offs)
+    y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [v], dtype=tl.int32, is_pure=True, pack=1)
+    tl.store(o + offs, y)
+
+
+@triton.jit
+def descriptor_relu_kernel(x, o, n, BLOCK: tl.constexpr):
+    """relu through tensor descriptors (Triton 3.9's block-pointer style): the interpreter loads and stores through
+    pointers it materialises, so the counts are those of the pointer kernel."""
+    start = tl.program_id(0) * BLOCK
+    dx = tl.make_tensor_descriptor(x, shape=[n], strides=[1], block_shape=[BLOCK])
+    do = tl.make_tensor_descriptor(o, shape=[n], strides=[1], block_shape=[BLOCK])
+    do.store([start], tl.maximum(dx.load([start]), 0.0))
+
+
+@triton.jit
+def pointer_relu_kernel(x, o, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(o + offs, tl.maximum(tl.load(x + offs, mask=m), 0.0), mask=m)
+
+
+@triton.jit
+def xchg_accumulate_kernel(x, y, BLOCK: tl.constexpr):
+    """Each program adds its block into y with a plain load, an add and an atomic exchange: a read-modify-write that
+    loses updates on a GPU (the exchange is atomic, the read before it is not)."""
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x + tl.program_id(0) * BLOCK + offs)
+    tl.atomic_xchg(y + offs, tl.load(y + offs) + v)
+
+
+@triton.jit
+def add_accumulate_kernel(x, y, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_add(y + offs, tl.load(x + tl.program_id(0) * BLOCK + offs))
+
+
+@triton.jit
+def cas_accumulate_kernel(x, y, BLOCK: tl.constexpr):
+    """A read-modify-write through one compare-and-swap of the value just loaded, no retry: it always succeeds in the
+    interpreter, which runs programs in turn, and loses updates on a GPU."""
+    offs = tl.arange(0, BLOCK)
+    old = tl.load(y + offs)
+    tl.atomic_cas(y + offs, old, old + tl.load(x + tl.program_id(0) * BLOCK + offs))

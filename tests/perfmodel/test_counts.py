@@ -30,8 +30,8 @@ def test_elementwise_kernel_counts_each_byte_once():
         8000,
         4000,
         0,
-        {"vector": 8 * (1 + 128 + 128 + 128)},
-    )  # per program: pid * BLOCK, + arange, < n, the fadd; masked-off lanes still execute
+        {"vector": 8 * (1 + 128 + 128 + 128 + 3 * 128)},
+    )  # per program: pid * BLOCK, + arange, < n, the fadd, three pointer offsets; masked-off lanes still execute
     assert got.programs == 8
     assert launch_seconds(got, H200) == pytest.approx(12000 / 4.3e12 + 4e-6)  # memory-bound: 3080 ops are nothing
     with AtenCounter() as ref:
@@ -44,11 +44,11 @@ def test_reduction_kernel_and_its_reference():
     with TritonCounter() as c:
         k.row_sum_kernel[(4,)](x, o, 256, BLOCK=256)
     got = _one(c)
-    assert (got.read_bytes, got.write_bytes, got.reread_bytes) == (4096, 16, 0)
+    assert (got.read_bytes, got.write_bytes, got.reread_bytes) == (4096, 32, 0)  # 16 B written: one 32 B sector
     torch.testing.assert_close(o, x.sum(1))
     with AtenCounter() as ref:
         x.sum(1)
-    assert [(r.name, r.read_bytes, r.write_bytes) for r in ref.launches] == [("aten::sum.dim_IntList", 4096, 16)]
+    assert [(r.name, r.read_bytes, r.write_bytes) for r in ref.launches] == [("aten::sum.dim_IntList", 4096, 32)]
 
 
 def test_tiled_matmul_counts_rereads_and_dot_flops():
@@ -61,8 +61,8 @@ def test_tiled_matmul_counts_rereads_and_dot_flops():
     assert (got.read_bytes, got.write_bytes, got.reread_bytes, got.local_reread_bytes) == (8192, 4096, 8192, 0)
     # fp32 tl.dot defaults to TF32. Per program: pm * BM and pn * BN (1 each), rm and rn (16 each), per k step
     # k + rk twice (16 each), rm[:, None] * K and (k + rk)[:, None] * N (16 each), `acc +=` (16x16); the store's
-    # rm[:, None] * N (16). Pointer offsets (ptr + index) are not ops.
-    per_program = 2 * 1 + 2 * 16 + 2 * (2 * 16 + 2 * 16 + 16 * 16) + 16
+    # rm[:, None] * N (16); pointer offsets, ptr + rows (16) then + columns (16x16), twice a step and once to store.
+    per_program = 2 * 1 + 2 * 16 + 2 * (2 * 16 + 2 * 16 + 16 * 16) + 16 + (2 * 2 + 1) * (16 + 16 * 16)
     assert got.flops == {"tf32": 2.0 * 32**3, "vector": 4 * per_program} and got.programs == 4
     torch.testing.assert_close(c, a @ b, atol=1e-3, rtol=1e-3)
     with AtenCounter() as ref:
@@ -149,7 +149,8 @@ def test_bytes_are_counted_whatever_width_touched_them_first():
     got = _one(c)
     torch.testing.assert_close(o, x)
     assert (got.read_bytes, got.write_bytes, got.reread_bytes) == (4000, 4000, 0)
-    assert got.local_reread_bytes == 1000  # the one-byte loads re-read bytes of the same program: L1
+    # the one-byte loads touch every 32 B sector the float loads then read again (a GPU moves whole sectors): L1
+    assert got.local_reread_bytes == 4000
 
 
 def test_dot_scaled_is_priced_like_a_dot():
@@ -168,8 +169,8 @@ def test_integer_work_and_reductions_are_counted():
     with TritonCounter() as c:
         k.int_products_sum_kernel[(1,)](a, b, o, K=64)
     assert o.item() == sum(range(64))
-    # two casts to int32 (64 each), the products (64), the sum (64 combines), the cast back (1)
-    assert _one(c).flops == {"vector": 64 * 4 + 1}
+    # two casts to int32 (64 each), the products (64), the sum (64 combines), the cast back (1), two pointer offsets
+    assert _one(c).flops == {"vector": 64 * 4 + 1 + 2 * 64}
 
 
 def test_one_program_computes_on_one_sm_and_its_large_rereads_go_to_l2():

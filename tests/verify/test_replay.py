@@ -166,9 +166,10 @@ def test_honest_trace_replays_and_is_modelled(vector):
     m = _judge(vector)
     assert m["verdict"] == "match", m["message"]
     assert m["cand"]["launches"] == 1 and m["cand"]["read_bytes"] == 2 * 4096 * 4
-    assert m["cand_s"] == pytest.approx(m["ref_s"])  # one pass each way: the same bytes, one launch
-    # ops: offsets, mask and the add for each of 4096 elements, pid * BLOCK once per program (12292)
-    assert m["launches"] == ["triton add_kernel: read 32768 B, wrote 16384 B, re-read 0 B, 1.229e+04 flop"]
+    # one pass each way: the same bytes, one launch (its 4 programs' arithmetic on 4 of 132 SMs takes a few ns more)
+    assert m["cand_s"] == pytest.approx(m["ref_s"], rel=1e-3)
+    # ops: offsets, mask, the add and three pointer offsets for each of 4096 elements, pid * BLOCK once per program
+    assert m["launches"] == ["triton add_kernel: read 32768 B, wrote 16384 B, re-read 0 B, 2.458e+04 flop"]
     protocol.validate(m)  # the reply the judge reads is well formed
 
 
@@ -401,7 +402,8 @@ def get_init_inputs():
 )
 
 # The products through cdist (|a|^2 + |b|^2 - d^2 = 2 a.b): an operator with no flop formula would be priced
-# by its bytes alone, far below the matmul it hides.
+# by its bytes alone, far below the matmul it hides; cdist has one since issue 35 (red-team note N3), at least the
+# matmul's arithmetic.
 CDIST_MATMUL = (
     HEAD
     + """
@@ -422,10 +424,13 @@ class ModelNew(nn.Module):
 )
 
 
-def test_work_hidden_in_an_operator_without_a_cost_model_fails(tmp_path):
+def test_work_hidden_in_an_operator_is_priced_at_least_as_the_matmul_it_replaces(tmp_path):
     assert check_source(CDIST_MATMUL).passed
     m = model_candidate(**trace_locally(MATMUL_REF, CDIST_MATMUL, str(tmp_path)), options=OPTS)
-    assert m["verdict"] == "mismatch" and "no cost model" in m["message"]
+    assert m["verdict"] == "match", m["message"]
+    (cdist,) = [line for line in m["launches"] if "cdist" in line]
+    assert float(cdist.rsplit(", ", 1)[1].split()[0]) >= 2 * 16 * 16 * 8  # the matmul's flops
+    assert m["cand_s"] > m["ref_s"]
 
 
 CONST_CHAIN = (

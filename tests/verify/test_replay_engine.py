@@ -40,7 +40,8 @@ def test_other_profile_changes_the_modelled_times(verifier):
     h200 = verifier.verify(REFERENCE, HONEST, MODEL)
     a100 = verifier.verify(REFERENCE, HONEST, MODEL.model_copy(update={"gpu_profile": "a100"}))
     assert h200.timing_source == a100.timing_source == "cpu_model"
-    assert a100.runtime_ms > h200.runtime_ms and h200.speedup == pytest.approx(1.0)
+    # the same bytes and one launch each way; the kernel's priced pointer offsets on 4 of 132 SMs cost a few ns more
+    assert a100.runtime_ms > h200.runtime_ms and h200.speedup == pytest.approx(1.0, rel=1e-3)
 
 
 def test_host_work_passed_as_a_literal_fails_only_under_the_model(verifier):
