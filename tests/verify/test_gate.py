@@ -38,8 +38,8 @@ GATE_FILES = {
     "global_hook": "register_module_forward_pre_hook",
     "import_builtins_module": "import of builtins",
     "inspect_frames": "import of inspect",
-    "jit_calls_python": "call to helper inside a @triton.jit body",
-    "jit_calls_torch": "call to torch.relu inside a @triton.jit body",
+    "jit_calls_python": "helper inside a @triton.jit body",
+    "jit_calls_torch": "torch.relu inside a @triton.jit body",
     "kernel_name_spoof": "imitates a library kernel name",
     "patch_setattr": "assignment to torch.allclose",
     "patch_tensor": "assignment to torch.Tensor.fast_path",
@@ -184,8 +184,8 @@ def test_no_triton_kernel_rejected_only_when_required():
         ("from torch.utils.cpp_extension import load_inline", "torch.utils.cpp_extension"),
         ("m = torch.get_device_module()", "get_device_module"),
         # module and global-class objects may not travel into names no rule follows
-        ("mods = [torch]\nmods[0].allclose = None", "module or class torch used as a value"),
-        ("def f(m=torch.cuda):\n    m.synchronize = None", "module or class torch.cuda used as a value"),
+        ("mods = [torch]\nmods[0].allclose = None", "module torch used as a value"),
+        ("def f(m=torch.cuda):\n    m.synchronize = None", "module torch.cuda used as a value"),
         ("def f():\n    return torch.Tensor", "module or class torch.Tensor used as a value"),
         ("class A:\n    t = torch.Tensor", "module or class torch.Tensor used as a value"),
         ("def g(c):\n    c.add = None\ng(torch.Tensor)", "module or class torch.Tensor used as a value"),
@@ -247,11 +247,11 @@ def test_triton_operations_in_jit_bodies_pass(line: str):
 @pytest.mark.parametrize(
     "line, needle",
     [
-        ("x = torch.exp(x)", "call to torch.exp inside a @triton.jit body"),
-        ("x = x * F.relu(x)", "call to torch.nn.functional.relu inside a @triton.jit body"),
+        ("x = torch.exp(x)", "torch.exp inside a @triton.jit body"),
+        ("x = x * F.relu(x)", "torch.nn.functional.relu inside a @triton.jit body"),
         ("x = abs(x)", "call to abs inside a @triton.jit body"),
-        ("x = x.numpy()", "call to .numpy() inside a @triton.jit body"),
-        ("x = n.bit_length()", "call to .bit_length() inside a @triton.jit body"),
+        ("x = x.numpy()", ".numpy inside a @triton.jit body"),
+        ("x = n.bit_length()", ".bit_length inside a @triton.jit body"),
         ("x = (lambda v: v)(x)", "lambda inside a @triton.jit body"),
         ("x = print.__call__(x)", "dunder attribute .__call__"),
         ("x = triton.runtime.driver.active.get_current_stream()", "triton.runtime"),
@@ -265,7 +265,7 @@ def test_non_triton_calls_in_jit_bodies_are_forbidden(line: str, needle: str):
 def test_jit_body_may_not_call_a_global_object():
     src = JIT_BODY.replace("BODY", "x = TABLE.to(x)").replace("import math\n", "import math\nTABLE = object()\n")
     result = check_source(src)
-    assert result.kind == "forbidden" and "a global object's method" in result.message
+    assert result.kind == "forbidden" and "name TABLE inside a @triton.jit body" in result.message
 
 
 @pytest.mark.parametrize(
