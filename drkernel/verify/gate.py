@@ -38,9 +38,13 @@ from drkernel.verify.gate_policy import (
     DUNDER_DEFS,
     FRESH_BUILTINS,
     GLOBAL_CLASSES,
+    JIT_HOST_CALLS,
+    LAUNCH_HOOKS,
     LIBRARY_KERNEL_NAME,
     OWN_RECEIVERS,
     REFUSED_NAMES,
+    SCALAR_HOOK_CALLS,
+    SCALAR_HOOK_METHODS,
     TENSOR_CLASSES,
 )
 
@@ -76,6 +80,10 @@ def _root(node: ast.AST) -> ast.AST:
 
 def _dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__") and len(name) > 4
+
+
+JIT_DECORATOR = "triton.runtime.jit.jit"
+NOT_IN_HOOKS = (ast.Lambda, ast.NamedExpr, ast.comprehension, ast.Await, ast.Yield, ast.YieldFrom)
 
 
 def _computed_name_problem(node: ast.AST) -> str | None:
@@ -160,6 +168,13 @@ class _Scanner(ast.NodeVisitor):
         self.constants = self._constants(tree)
         self.fetched = self._fetched_names(tree)
         self.built = self._built_modules(tree)
+        self.grid_bindings: dict[str, list[ast.AST]] = {}  # name -> values it is assigned (single Name targets)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if len(targets) == 1 and isinstance(targets[0], ast.Name):
+                    if isinstance(node.value, (ast.Tuple, ast.List, ast.Call, ast.Lambda)):
+                        self.grid_bindings.setdefault(targets[0].id, []).append(node.value)
         self.violations: list[str] = []
         self.kernels: list[str] = []
         self.type_values: set[str] = set()  # names bound to a type(...) result
@@ -287,7 +302,7 @@ class _Scanner(ast.NodeVisitor):
         for deco in fn.decorator_list:
             target = deco.func if isinstance(deco, ast.Call) else deco
             path = self._resolve(target)
-            if path is not None and (path == "triton.jit" or object_path(path) == "triton.runtime.jit.jit"):
+            if path is not None and (path == "triton.jit" or object_path(path) == JIT_DECORATOR):
                 return True
         return False
 
@@ -367,6 +382,8 @@ class _Scanner(ast.NodeVisitor):
         classes and objects only where no rule loses them (see _check_value)."""
         if id(node) in self.alias_values:
             return
+        if object_path(path) == JIT_DECORATOR and not self._decorates(node):
+            self._flag(node, f"{path} used other than as the decorator of a def (a kernel the gate never read)")
         kind = REAL.kind(path)
         if kind == "module":
             if not self._callee(node):
@@ -376,6 +393,13 @@ class _Scanner(ast.NodeVisitor):
                 self._check_value(node, f"module or class {path}")
         elif kind in ("object", "missing"):
             self._check_value(node, f"library object {path}")
+
+    def _decorates(self, node: ast.AST) -> bool:
+        """`@triton.jit` or `@triton.jit(...)` on a def."""
+        parent = self.parents.get(id(node))
+        if isinstance(parent, ast.Call) and parent.func is node:
+            node, parent = parent, self.parents.get(id(parent))
+        return isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and node in parent.decorator_list
 
     def _callee(self, node: ast.AST) -> bool:
         parent = self.parents.get(id(node))
@@ -488,7 +512,73 @@ class _Scanner(ast.NodeVisitor):
         elif isinstance(func, ast.Attribute):
             self.ok_nodes.add(id(func))
             self._attribute(func, in_call=True)
+        path = self._resolve(func)
+        if path is not None and object_path(path) in LAUNCH_HOOKS:
+            self._launch_hooks(node, object_path(path) or "")
         self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.value, ast.Name) and node.value.id in self.jit_names and self.jit_locals is None:
+            self._grid(node.slice)
+        self.generic_visit(node)
+
+    def _grid(self, grid: ast.AST) -> None:
+        """`kernel[grid]`: a grid function runs inside the launch (inside the kernel's measured time), so it
+        is a scalar lambda; a name holding the grid is bound only to such lambdas, tuples, lists or calls."""
+        if isinstance(grid, ast.Lambda):
+            if not self._scalar_lambda(grid):
+                self._flag(grid, "a grid function is not a lambda of scalar arithmetic on its arguments")
+        elif isinstance(grid, ast.Name):
+            values = self.grid_bindings.get(grid.id)
+            if values is None or len(values) != self.bindings.get(grid.id, 0):
+                self._flag(grid, f"grid {grid.id} is bound to something other than a tuple, list, call or lambda")
+            else:
+                for value in values:
+                    self._grid(value)
+        elif not isinstance(grid, (ast.Tuple, ast.List, ast.Call)):
+            self._flag(grid, f"grid {ast.unparse(grid)[:40]} is not a tuple, list, call or lambda")
+
+    def _launch_hooks(self, node: ast.Call, which: str) -> None:
+        """autotune/Config/heuristics: the functions Triton calls at launch are scalar lambdas (see policy)."""
+        positional, keywords = LAUNCH_HOOKS[which]
+        if len(node.args) > positional or any(isinstance(a, ast.Starred) for a in node.args):
+            self._flag(node, f"{which} with more than {positional} positional arguments")
+        hooks = [k.value for k in node.keywords if k.arg in keywords or k.arg is None]
+        if which.endswith("heuristics"):
+            values = node.args[0] if node.args else None
+            if not isinstance(values, ast.Dict) or None in values.keys:
+                self._flag(node, "triton.heuristics without a literal dict of lambdas")
+            else:
+                hooks += values.values
+        for hook in hooks:
+            if isinstance(hook, ast.Dict) and None not in hook.keys:  # prune_configs_by={'perf_model': ...}
+                hooks += hook.values
+            elif not self._scalar_lambda(hook):
+                self._flag(
+                    hook,
+                    f"a function Triton calls at launch ({ast.unparse(hook)[:60]}) is not a lambda "
+                    "of scalar arithmetic on its arguments",
+                )
+
+    def _scalar_lambda(self, node: ast.AST) -> bool:
+        """A lambda that reads what it likes but calls only min/max/int/... , math, triton.cdiv/next_power_of_2
+        and a tensor's size methods: it can compute launch parameters, not run (or write) a tensor operation."""
+        if not isinstance(node, ast.Lambda) or node.args.defaults or node.args.kw_defaults:
+            return False
+        for sub in ast.walk(node.body):
+            if isinstance(sub, ast.Call):
+                func, path = sub.func, self._resolve(sub.func)
+                if path is not None:
+                    if not (path in JIT_HOST_CALLS or path.startswith("math.")):
+                        return False
+                elif isinstance(func, ast.Name):
+                    if func.id not in SCALAR_HOOK_CALLS or func.id in self.bindings:
+                        return False
+                elif not (isinstance(func, ast.Attribute) and func.attr in SCALAR_HOOK_METHODS):
+                    return False
+            elif isinstance(sub, (ast.MatMult, *NOT_IN_HOOKS)):
+                return False
+        return True
 
     def _own_receiver(self, node: ast.AST) -> bool:
         """self, cls, ctx, the candidate's classes, the modules it built, and attribute chains hanging off

@@ -109,6 +109,15 @@ DENIED_PATHS = (
     "torch.set_num_interop_threads",
     "torch.cuda.set_device",
     "torch.cuda.jiterator",
+    # Triton objects that make a kernel, or run Python in one, outside a gated `@triton.jit` def
+    "triton.JITFunction",
+    "triton.KernelInterface",
+    "triton.constexpr_function",
+    "triton.set_allocator",
+    "triton.AsyncCompileMode",
+    "triton.FutureKernel",
+    "triton.MockTensor",
+    "functools.cached_property",
     "torch.cuda.nccl",
     "torch.cuda.comm",
 )
@@ -424,3 +433,14 @@ TENSOR_CLASSES = frozenset({"torch.Tensor", "torch._C.TensorBase", "torch._C._Te
 OWN_RECEIVERS = frozenset({"self", "ctx"})
 FRESH_BUILTINS = frozenset({"list", "dict", "set", "tuple", "object", "int", "float", "str", "bool", "range"})
 DUNDER_DEFS = frozenset({"__init__"})  # the only dunder a measured honest corpus defines or calls
+
+# Triton's launch machinery calls these candidate functions inside a launch (so inside the kernel time the
+# CPU interpreter measures): (positional parameters allowed, keywords that take a function). Each function
+# must be a lambda of scalar arithmetic on its arguments (SCALAR_HOOK_CALLS, SCALAR_HOOK_METHODS).
+LAUNCH_HOOKS = {
+    "triton.runtime.autotuner.autotune": (2, ("prune_configs_by", "pre_hook", "post_hook", "do_bench")),
+    "triton.runtime.autotuner.Config": (4, ("pre_hook",)),
+    "triton.runtime.autotuner.heuristics": (1, ()),
+}
+SCALAR_HOOK_CALLS = frozenset({"min", "max", "int", "float", "bool", "len", "abs", "round"})
+SCALAR_HOOK_METHODS = frozenset({"numel", "stride", "size", "dim", "element_size", "is_contiguous"})

@@ -307,3 +307,74 @@ def test_a_jit_signature_carries_no_expression(signature: str, needle: str) -> N
 def test_a_jit_function_in_a_class_is_forbidden() -> None:
     src = BODY_HEAD.replace("BODY", "pass") + "\nclass Q:\n    @triton.jit\n    def k3(x_ptr):\n        pass\n"
     assert "not defined at module level" in check_source(src).message
+
+
+# -- candidate Python that Triton runs inside a launch (the CPU interpreter counts it as kernel time) ------
+LAUNCH = HEAD.replace("class ModelNew", "def launch(x, n):\n    LAUNCH_LINE\n\n\nclass ModelNew")
+
+
+@pytest.mark.parametrize(
+    "line, legal",
+    [
+        ("relu_kernel[lambda meta: (triton.cdiv(n, meta['BLOCK']),)](x, x, n, BLOCK=64)", True),
+        (
+            "grid = lambda meta: (triton.cdiv(x.numel(), meta['BLOCK']), max(1, n // 2))\n"
+            "    relu_kernel[grid](x, x, n)",
+            True,
+        ),
+        ("grid = (triton.cdiv(n, 64),)\n    relu_kernel[grid](x, x, n, BLOCK=64)", True),
+        ("relu_kernel[lambda meta: (torch.matmul(x, x, out=x), 1)[1:]](x, x, n, BLOCK=64)", False),
+        ("relu_kernel[lambda meta: (int((x @ x)[0, 0]),)](x, x, n, BLOCK=64)", False),
+        ("relu_kernel[lambda meta: (x.copy_(x).numel(),)](x, x, n, BLOCK=64)", False),
+        ("relu_kernel[functools.partial(max, 1)](x, x, n, BLOCK=64)", True),  # a call: made before the launch
+        ("relu_kernel[launch](x, x, n, BLOCK=64)", False),
+        ("relu_kernel[x.grid](x, x, n, BLOCK=64)", False),
+    ],
+)
+def test_a_grid_function_is_scalar_arithmetic(line: str, legal: bool) -> None:
+    result = check_source(LAUNCH.replace("LAUNCH_LINE", line))
+    assert result.passed == legal, result.message
+
+
+@pytest.mark.parametrize(
+    "decorators, legal",
+    [
+        (
+            "@triton.heuristics({'E': lambda args: args['n'] % 64 == 0, "
+            "'P': lambda a: triton.next_power_of_2(a['n'])})",
+            True,
+        ),
+        ("@triton.autotune(configs=[triton.Config({'B': 64}, num_warps=4)], key=['n'], reset_to_zero=['x'])", True),
+        ("@triton.heuristics({'E': lambda args: torch.matmul(args['x'], args['x'], out=args['x']) is None})", False),
+        ("@triton.heuristics(HEURISTICS)", False),
+        ("@triton.autotune(configs=[triton.Config({'B': 64}, pre_hook=lambda a: a['x'].zero_())], key=['n'])", False),
+        ("@triton.autotune(configs=[], key=['n'], do_bench=print)", False),
+        ("@triton.autotune(configs=[], key=['n'], prune_configs_by={'early_config_prune': print})", False),
+        ("@triton.autotune([], ['n'], None, None, None, print)", False),
+    ],
+)
+def test_functions_triton_calls_at_launch_are_scalar_lambdas(decorators: str, legal: bool) -> None:
+    src = (
+        HEAD
+        + "\nHEURISTICS = {'E': lambda a: 1}\n\n"
+        + decorators
+        + "\n@triton.jit\ndef k2(x, n, E: tl.constexpr = 0):\n    pass\n"
+    )
+    assert check_source(src).passed == legal, check_source(src).message
+
+
+@pytest.mark.parametrize(
+    "snippet, legal",
+    [
+        ("J = triton.jit\n@J\ndef k2(x):\n    pass", True),
+        ("@triton.jit(do_not_specialize=['x'])\ndef k2(x):\n    pass", True),
+        ("k2 = triton.jit(lambda x: x)", False),
+        ("jit = functools.partial(triton.jit)\n@jit\ndef k2(x):\n    pass", False),
+        ("k2 = triton.JITFunction(print)", False),
+        ("@triton.constexpr_function\ndef c(x):\n    return x", False),
+        ("triton.set_allocator(print)", False),
+        ("class A(nn.Module):\n    @functools.cached_property\n    def w(self):\n        return 1", False),
+    ],
+)
+def test_kernels_are_made_only_by_a_jit_decorator_the_gate_read(snippet: str, legal: bool) -> None:
+    assert check_source(HEAD + "\n" + snippet + "\n").passed == legal
