@@ -2,13 +2,17 @@
 
 A false `forbidden` is reward 0 for honest work, so the allow-list is measured, not guessed. Sources:
 the shipped task solutions, the benchmark's honest Triton candidates (benchmarks/candidate_set.py), the honest test
-candidates, the examples (all must pass: a rejection there is a false forbidden), and optionally sampled policy outputs
+candidates, the examples, our kernels shaped like Triton's tutorials (benchmarks/tutorial_kernels.py; all must pass: a
+rejection there is a false forbidden), and optionally sampled policy outputs
 (`--samples DIR` of .py files, or a .jsonl/.parquet with a text column whose ```python blocks are
 extracted), which are unverified and may hold real hacks, so their rejections are to be read (--show-rejected).
 Prints one line per source and a total; `jit-only`
 counts rejections made only by jit-body rules that compiled Triton enforces as well.
 
-    python benchmarks/gate_corpus.py [--samples PATH] [--show-rejected]
+    python benchmarks/gate_corpus.py [--samples PATH] [--show-rejected] [--verify]
+
+--verify also runs each tutorial kernel through the library Verifier in both timing modes (CPU: Triton's
+interpreter), so a false rejection by the trusted replay's rebuild (cpu_model) shows too.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import candidate_set  # noqa: E402
+import tutorial_kernels  # noqa: E402
 
 from drkernel.tasks import load_tasks  # noqa: E402
 from drkernel.verify.gate import check_source  # noqa: E402
@@ -47,7 +52,26 @@ def honest_sources() -> dict[str, dict[str, str]]:
         },
         "tests/verify/candidates honest_*": _files("tests/verify/candidates/honest_*.py"),
         "examples": _files("examples/*/candidate.py"),
+        "Triton tutorials (ours)": {name: cand for name, (_, cand) in tutorial_kernels.TUTORIALS.items()},
     }
+
+
+def verify_tutorials() -> int:
+    """Each tutorial kernel through the Verifier and score, measured and cpu_model; returns the false rejections."""
+    from drkernel.rl.rewards import RewardConfig, score
+    from drkernel.verify import VerifyOptions
+    from drkernel.verify.engine import Verifier
+
+    rejected = 0
+    with Verifier(device="cpu", max_concurrency=1) as verifier:
+        for timing in ("measured", "cpu_model"):
+            options = VerifyOptions(device="cpu", timing=timing, num_correct_trials=2, timeout_s=600)
+            for name, (reference, candidate) in tutorial_kernels.TUTORIALS.items():
+                r = score(verifier.verify(reference, candidate, options), RewardConfig())
+                rejected += not r.correct
+                why = "" if r.correct else f" ({r.error.kind}: {r.error.message[:160]})" if r.error else ""
+                print(f"  {timing:9s} {name:18s} correct={r.correct} speedup={r.speedup} reward={r.reward}{why}")
+    return rejected
 
 
 def sampled_sources(path: Path) -> dict[str, str]:
@@ -73,6 +97,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=Path, help="sampled policy outputs (folder of .py, .jsonl or .parquet)")
     parser.add_argument("--show-rejected", action="store_true", help="print each false forbidden with its reason")
+    parser.add_argument("--verify", action="store_true", help="also run the tutorial kernels through the Verifier")
     args = parser.parse_args()
     groups = honest_sources()
     if args.samples:
@@ -107,6 +132,10 @@ def main() -> None:
     print(f"attack files (tests/verify/candidates/gate_*): {caught}/{len(attacks)} forbidden")
     if args.samples is None:
         print("policy samples: none given (pass --samples)")
+    if args.verify:
+        print("tutorial kernels through the Verifier (correct = not falsely rejected):")
+        n = verify_tutorials()
+        print(f"tutorial kernels falsely rejected: {n}/{2 * len(tutorial_kernels.TUTORIALS)} verifications")
 
 
 if __name__ == "__main__":

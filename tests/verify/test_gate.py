@@ -1,5 +1,6 @@
 """The static gate: its allow-list rejects each attack class and lets every honest kernel through."""
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,9 @@ from drkernel.verify.gate import check_source
 
 ROOT = Path(__file__).resolve().parents[2]
 CANDIDATES = Path(__file__).parent / "candidates"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from tutorial_kernels import TUTORIALS  # noqa: E402
 
 KERNEL = """
 import torch
@@ -52,8 +56,10 @@ GATE_FILES = {
 
 
 def honest_sources() -> dict[str, str]:
-    """Shipped solutions, the benchmark's Triton candidates, the honest test candidates, the examples."""
+    """Shipped solutions, the benchmark's Triton candidates, the honest test candidates, the examples, our kernels
+    shaped like Triton's tutorials."""
     found = {f"{t.name}/{label}": src for t in load_tasks() for label, src in t.solutions.items()}
+    found.update({f"tutorial/{name}": candidate for name, (_, candidate) in TUTORIALS.items()})
     for pattern in (
         "benchmarks/candidates/*_triton.py",
         "tests/verify/candidates/honest_*.py",
@@ -87,7 +93,7 @@ def test_honest_corpus_passes(name: str):
 
 
 def test_honest_corpus_is_the_measured_one():
-    assert len(HONEST) >= 106 + 3 + 3 + 1
+    assert len(HONEST) >= 106 + 3 + 3 + 1 + 6
 
 
 def test_honest_source_passes_and_names_its_kernels():
