@@ -69,7 +69,7 @@ def verify_tutorials() -> int:
             for name, (reference, candidate) in tutorial_kernels.TUTORIALS.items():
                 r = score(verifier.verify(reference, candidate, options), RewardConfig())
                 rejected += not r.correct
-                why = "" if r.correct else f" ({r.error.kind}: {r.error.message[:160]})" if r.error else ""
+                why = "" if r.correct or not r.error else f" ({r.error.kind}: {r.error.message.strip()[:160]})"
                 print(f"  {timing:9s} {name:18s} correct={r.correct} speedup={r.speedup} reward={r.reward}{why}")
     return rejected
 

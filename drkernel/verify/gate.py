@@ -165,6 +165,7 @@ class _Scanner(ast.NodeVisitor):
         self.aliases.update(self.assigned_aliases)
         self.import_aliases = dict(self.aliases)
         self.jit_names = {f.name for f in functions if self._jit_decorated(f)}
+        self.rebound = self._rebound_names(tree)
         self.constants = self._constants(tree)
         self.fetched = self._fetched_names(tree)
         self.built = self._built_modules(tree)
@@ -198,6 +199,28 @@ class _Scanner(ast.NodeVisitor):
                 if path is not None:
                     found[node.targets[0].id] = self.aliases[node.targets[0].id] = path
                     self.alias_values.add(id(node.value))
+        return found
+
+    def _rebound_names(self, tree: ast.Module) -> dict[str, ast.AST]:
+        """Import aliases and jit functions bound by anything else too (an assignment, def, argument, loop...):
+        a kernel body, which Triton runs with the module's globals, would meet the other object at run time."""
+        imports: dict[str, set[str]] = {}
+        counts: dict[str, int] = {}
+        where: dict[str, ast.AST] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) or (isinstance(node, ast.ImportFrom) and node.module):
+                for a in node.names:
+                    name, path = _import_alias(node, a)
+                    imports.setdefault(name, set()).add(path)
+                    counts[name] = counts.get(name, 0) + 1
+                    where.setdefault(name, node)
+        found = {name: where[name] for name, paths in imports.items() if len(paths) > 1}
+        for name in imports:
+            if self.bindings.get(name, 0) > counts[name]:
+                found[name] = where[name]
+        for fn in ast.walk(tree):
+            if isinstance(fn, ast.FunctionDef) and fn.name in self.jit_names and self.bindings.get(fn.name, 0) > 1:
+                found[fn.name] = fn
         return found
 
     def _built_modules(self, tree: ast.Module) -> set[str]:
@@ -446,6 +469,19 @@ class _Scanner(ast.NodeVisitor):
         self._flag(node, f"{what} used as a value (only called, subclassed, compared or aliased)")
 
     # ------------------------------------------------------------------ imports
+    def visit_Module(self, node: ast.Module) -> None:
+        for name, where in self.rebound.items():
+            self._flag(where, f"{name} is bound more than once (an import or @triton.jit function rebound)")
+        self.generic_visit(node)
+
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        for sub in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+            if isinstance(sub, (ast.Yield, ast.YieldFrom)):
+                self._flag(sub, "yield inside a with block (a context left open past the call)")
+        self.generic_visit(node)
+
+    visit_AsyncWith = visit_With  # type: ignore[assignment]
+
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             if alias.name not in ALLOWED_MODULES:

@@ -199,6 +199,8 @@ DENIED_ATTRS = frozenset(
         "parallel_apply",
         "data_parallel",
         "DataParallel",
+        # eager ops in reduced precision: a context left open (a generator that yields inside it) keeps it on
+        "autocast",
     }
 )
 # Attribute-name patterns closed on any object: hooks, and switches of autocast's global state.

@@ -378,3 +378,24 @@ def test_functions_triton_calls_at_launch_are_scalar_lambdas(decorators: str, le
 )
 def test_kernels_are_made_only_by_a_jit_decorator_the_gate_read(snippet: str, legal: bool) -> None:
     assert check_source(HEAD + "\n" + snippet + "\n").passed == legal
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        # a kernel body runs with the module's globals: a rebound alias or jit name is another object at run time
+        "class _Fake:\n    pass\ntl = _Fake()",
+        "def f(tl):\n    return tl",
+        "import torch.nn as tl",
+        "relu_kernel = None",
+        # a context left open by a generator stays on after the call (autocast: eager ops in bf16)
+        "def g():\n    with torch.no_grad():\n        yield 1",
+        "class A(nn.Module):\n    def forward(self, x):\n        with torch.autocast('cpu'):\n            return x",
+    ],
+)
+def test_names_kernels_read_are_bound_once_and_no_context_is_left_open(snippet: str) -> None:
+    assert check_source(HEAD + "\n" + snippet + "\n").kind == "forbidden", snippet
+
+
+def test_a_repeated_import_of_the_same_module_stays_legal() -> None:
+    assert check_source(HEAD + "\nimport torch\nimport torch.nn as nn\n\ndef f():\n    import triton\n").passed
