@@ -83,7 +83,8 @@ def _dunder(name: str) -> bool:
 
 
 JIT_DECORATOR = "triton.runtime.jit.jit"
-NOT_IN_HOOKS = (ast.Lambda, ast.NamedExpr, ast.comprehension, ast.Await, ast.Yield, ast.YieldFrom)
+NOT_IN_HOOKS = (ast.Lambda, ast.NamedExpr, ast.comprehension, ast.Await, ast.Yield, ast.YieldFrom, ast.Starred)
+SCALAR_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.Return, ast.If, ast.Expr, ast.Pass)  # no `+=`: in place on a tensor
 
 
 def _computed_name_problem(node: ast.AST) -> str | None:
@@ -169,9 +170,11 @@ class _Scanner(ast.NodeVisitor):
         self.constants = self._constants(tree)
         self.fetched = self._fetched_names(tree)
         self.built = self._built_modules(tree)
-        self.grid_bindings: dict[str, list[ast.AST]] = {}  # name -> values it is assigned (single Name targets)
+        self.grid_bindings: dict[str, list[ast.AST]] = {}  # name -> values it is assigned, defs of that name
         for node in ast.walk(tree):
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            if isinstance(node, ast.FunctionDef) and node.name not in self.jit_names:
+                self.grid_bindings.setdefault(node.name, []).append(node)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if len(targets) == 1 and isinstance(targets[0], ast.Name):
                     if isinstance(node.value, (ast.Tuple, ast.List, ast.Call, ast.Lambda)):
@@ -182,7 +185,6 @@ class _Scanner(ast.NodeVisitor):
         self.ok_nodes: set[int] = set()  # Name/Attribute nodes already judged in their call context
         self.jit_locals: set[str] | None = None  # set while inside a jit body
         self.kernel_rules = KernelRules(self._resolve, self._flag, self.jit_names, set(self.constants))
-        self.top_level = {id(n) for n in tree.body}
 
     # ------------------------------------------------------------------ helpers
     def _assigned_aliases(self, tree: ast.Module) -> dict[str, str]:
@@ -501,6 +503,8 @@ class _Scanner(ast.NodeVisitor):
 
     # ------------------------------------------------------------------ names and attributes
     def visit_Name(self, node: ast.Name) -> None:
+        if node.id in self.jit_names and isinstance(node.ctx, ast.Load) and self.jit_locals is None:
+            self._kernel_value(node)
         if id(node) in self.ok_nodes:
             return
         if node.id in DENIED_BUILTINS:
@@ -523,6 +527,8 @@ class _Scanner(ast.NodeVisitor):
             self._check_value(node, f"type() result {node.id}")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in self.jit_names and isinstance(node.ctx, ast.Load) and self.jit_locals is None:
+            self._kernel_value(node)
         full = self._resolve(node)
         if id(node) not in self.ok_nodes and not (full is not None and self._chain_prefix(node)):
             self._attribute(node, in_call=False)  # a module path is judged whole, at its longest chain
@@ -554,25 +560,38 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
-        if isinstance(node.value, ast.Name) and node.value.id in self.jit_names and self.jit_locals is None:
+        if self._kernel_ref(node.value) and self.jit_locals is None:
             self._grid(node.slice)
         self.generic_visit(node)
+
+    def _kernel_ref(self, node: ast.AST) -> bool:
+        """`kernel` or `self.kernel` / `Cls.kernel` for one of the file's jit functions."""
+        return (isinstance(node, ast.Name) and node.id in self.jit_names) or (
+            isinstance(node, ast.Attribute) and node.attr in self.jit_names
+        )
+
+    def _kernel_value(self, node: ast.Name | ast.Attribute) -> None:
+        """Outside kernel bodies a jit function is only launched, `kernel[grid](...)`: carried anywhere else
+        (another name, an argument, `.run(grid=...)`) its grid could be a function no rule read."""
+        parent = self.parents.get(id(node))
+        if not (isinstance(parent, ast.Subscript) and parent.value is node):
+            self._flag(node, f"{ast.unparse(node)} used other than as kernel[grid](...)")
 
     def _grid(self, grid: ast.AST) -> None:
         """`kernel[grid]`: a grid function runs inside the launch (inside the kernel's measured time), so it
         is a scalar lambda; a name holding the grid is bound only to such lambdas, tuples, lists or calls."""
-        if isinstance(grid, ast.Lambda):
+        if isinstance(grid, (ast.Lambda, ast.FunctionDef)):
             if not self._scalar_lambda(grid):
-                self._flag(grid, "a grid function is not a lambda of scalar arithmetic on its arguments")
+                self._flag(grid, "a grid function is not scalar arithmetic on its arguments")
         elif isinstance(grid, ast.Name):
             values = self.grid_bindings.get(grid.id)
             if values is None or len(values) != self.bindings.get(grid.id, 0):
-                self._flag(grid, f"grid {grid.id} is bound to something other than a tuple, list, call or lambda")
+                self._flag(grid, f"grid {grid.id} is bound to something other than a tuple, list, call or function")
             else:
                 for value in values:
                     self._grid(value)
         elif not isinstance(grid, (ast.Tuple, ast.List, ast.Call)):
-            self._flag(grid, f"grid {ast.unparse(grid)[:40]} is not a tuple, list, call or lambda")
+            self._flag(grid, f"grid {ast.unparse(grid)[:40]} is not a tuple, list, call or function")
 
     def _launch_hooks(self, node: ast.Call, which: str) -> None:
         """autotune/Config/heuristics: the functions Triton calls at launch are scalar lambdas (see policy)."""
@@ -597,11 +616,28 @@ class _Scanner(ast.NodeVisitor):
                 )
 
     def _scalar_lambda(self, node: ast.AST) -> bool:
-        """A lambda that reads what it likes but calls only min/max/int/... , math, triton.cdiv/next_power_of_2
-        and a tensor's size methods: it can compute launch parameters, not run (or write) a tensor operation."""
-        if not isinstance(node, ast.Lambda) or node.args.defaults or node.args.kw_defaults:
+        """A lambda (or a def of plain assignments, ifs and returns) that reads what it likes but calls only
+        min/max/int/..., math, triton.cdiv/next_power_of_2 and a tensor's size methods: it can compute launch
+        parameters, not run (or write) a tensor operation."""
+        if not isinstance(node, (ast.Lambda, ast.FunctionDef)) or node.args.defaults or node.args.kw_defaults:
             return False
-        for sub in ast.walk(node.body):
+        if isinstance(node, ast.FunctionDef):
+            if node.decorator_list or node.returns:
+                return False
+            statements = [s for stmt in node.body for s in ast.walk(stmt) if isinstance(s, ast.stmt)]
+            if not all(isinstance(s, SCALAR_STATEMENTS) for s in statements):
+                return False
+            for s in statements:  # assignments bind names only: no store into a tensor or object
+                targets = s.targets if isinstance(s, ast.Assign) else [getattr(s, "target", None)]
+                for t in targets:
+                    if any(
+                        isinstance(n, (ast.Attribute, ast.Subscript, ast.Starred)) for n in ast.walk(t or ast.Pass())
+                    ):
+                        return False
+            body: ast.AST = ast.Module(body=node.body, type_ignores=[])
+        else:
+            body = node.body
+        for sub in ast.walk(body):
             if isinstance(sub, ast.Call):
                 func, path = sub.func, self._resolve(sub.func)
                 if path is not None:
@@ -712,7 +748,7 @@ class _Scanner(ast.NodeVisitor):
         self.kernels.append(node.name)
         if LIBRARY_KERNEL_NAME.match(node.name):
             self._flag(node, f"kernel name {node.name} imitates a library kernel name")
-        self.kernel_rules.check(node, id(node) in self.top_level)
+        self.kernel_rules.check(node)
         for deco in node.decorator_list:
             self.visit(deco)
         self.jit_locals = self.kernel_rules.locals
@@ -749,8 +785,9 @@ def _bound_names(target: ast.AST) -> list[str]:
 
 @dataclass
 class KernelParts:
-    """What the replay rebuilds of a gated candidate: its module-level jit functions, the import aliases
-    their bodies may use (name -> dotted path) and the literal constants they may read (name -> node)."""
+    """What the replay rebuilds of a gated candidate: its jit functions (wherever defined; each name is bound
+    once), the import aliases their bodies may use (name -> dotted path) and the literal constants they may
+    read (name -> node)."""
 
     functions: list[ast.FunctionDef]
     aliases: dict[str, str]
@@ -764,7 +801,7 @@ def kernel_parts(source: str) -> KernelParts:
         raise ValueError(result.message)
     tree = ast.parse(source)
     scanner = _Scanner(tree)
-    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in scanner.jit_names]
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and scanner._jit_decorated(n)]
     return KernelParts(functions, dict(scanner.aliases), dict(scanner.constants))
 
 

@@ -119,9 +119,11 @@ class KernelRules:
     ) -> None:
         self.resolve, self.flag, self.jit_names, self.constants = resolve, flag, jit_names, constants
 
-    def check(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, top_level: bool) -> None:
-        if not top_level or isinstance(fn, ast.AsyncFunctionDef):
-            self.flag(fn, f"@triton.jit function {fn.name} not defined at module level")
+    def check(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """One jit function, wherever it is defined (a def inside a function or class too: Triton runs it with
+        the module's globals all the same, and the replay rebuilds it at module level)."""
+        if isinstance(fn, ast.AsyncFunctionDef):
+            self.flag(fn, f"@triton.jit function {fn.name} is async")
         self._signature(fn)
         self.locals = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
         for sub in ast.walk(ast.Module(body=fn.body, type_ignores=[])):

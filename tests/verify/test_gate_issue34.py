@@ -304,12 +304,15 @@ def test_a_jit_signature_carries_no_expression(signature: str, needle: str) -> N
     assert result.kind == "forbidden" and any(needle in v for v in result.violations), result.violations
 
 
-def test_a_jit_function_in_a_class_is_forbidden() -> None:
-    src = BODY_HEAD.replace("BODY", "pass") + "\nclass Q:\n    @triton.jit\n    def k3(x_ptr):\n        pass\n"
-    assert "not defined at module level" in check_source(src).message
+def test_a_jit_function_defined_in_a_function_or_class_is_read_like_any_other() -> None:
+    inner = "\ndef make():\n    @triton.jit\n    def k3(x_ptr):\n        y = torch.relu(x_ptr)\n    return k3\n"
+    assert "torch.relu inside a @triton.jit body" in check_source(BODY_HEAD.replace("BODY", "pass") + inner).message
+    legal = "\nclass Q:\n    @triton.jit\n    def k3(x_ptr):\n        tl.store(x_ptr, 1.0)\n"
+    assert check_source(BODY_HEAD.replace("BODY", "pass") + legal).passed
 
 
 # -- candidate Python that Triton runs inside a launch (the CPU interpreter counts it as kernel time) ------
+LAUNCH_GRID = "    relu_kernel[grid](x, x, n)"
 LAUNCH = HEAD.replace("class ModelNew", "def launch(x, n):\n    LAUNCH_LINE\n\n\nclass ModelNew")
 
 
@@ -328,7 +331,15 @@ LAUNCH = HEAD.replace("class ModelNew", "def launch(x, n):\n    LAUNCH_LINE\n\n\
         ("relu_kernel[lambda meta: (x.copy_(x).numel(),)](x, x, n, BLOCK=64)", False),
         ("relu_kernel[functools.partial(max, 1)](x, x, n, BLOCK=64)", True),  # a call: made before the launch
         ("relu_kernel[launch](x, x, n, BLOCK=64)", False),
+        ("def grid(meta):\n        m = triton.cdiv(n, meta['BLOCK'])\n        return (m,)\n" + LAUNCH_GRID, True),
+        ("def grid(meta):\n        return (torch.relu(x).numel(),)\n    relu_kernel[grid](x, x, n, BLOCK=64)", False),
+        ("def grid(meta):\n        y = meta['x']\n        y += x\n        return (1,)\n" + LAUNCH_GRID, False),
+        ("def grid(meta):\n        meta['x'][0] = 1\n        return (1,)\n" + LAUNCH_GRID, False),
         ("relu_kernel[x.grid](x, x, n, BLOCK=64)", False),
+        ("k = relu_kernel\n    k[lambda m: (1,)](x, x, n)", False),
+        ("functools.partial(print, relu_kernel)", False),
+        ("relu_kernel.run(x, x, n, grid=launch, warmup=False)", False),
+        ("ModelNew.relu_kernel[lambda m: (torch.relu(x).numel(),)](x, x, n)", False),
     ],
 )
 def test_a_grid_function_is_scalar_arithmetic(line: str, legal: bool) -> None:
