@@ -170,6 +170,8 @@ class _Scanner(ast.NodeVisitor):
         self.constants = self._constants(tree)
         self.fetched = self._fetched_names(tree)
         self.built = self._built_modules(tree)
+        self.kernel_aliases: set[str] = set()
+        self.kernel_aliases = self._kernel_aliases(tree)
         self.grid_bindings: dict[str, list[ast.AST]] = {}  # name -> values it is assigned, defs of that name
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef) and node.name not in self.jit_names:
@@ -225,23 +227,44 @@ class _Scanner(ast.NodeVisitor):
                 found[fn.name] = fn
         return found
 
+    def _kernel_aliases(self, tree: ast.Module) -> set[str]:
+        """Names bound only to the file's jit functions (`kernel = k2d if big else k3d` spelt as two
+        assignments): launched like the kernels themselves."""
+        made: dict[str, int] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                if self._kernel_ref(node.value) and node.targets[0].id not in self.jit_names:
+                    made[node.targets[0].id] = made.get(node.targets[0].id, 0) + 1
+        return {name for name, n in made.items() if self.bindings.get(name) == n}
+
     def _built_modules(self, tree: ast.Module) -> set[str]:
         """Names bound only to a construction of an nn.Module subclass or of the candidate's own class
         (`lstm = nn.LSTM(...)`): objects it built, whose attributes it may name at run time."""
-        made: dict[str, int] = {}
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Assign)
-                and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, ast.Call)
-            ):
-                func, path = node.value.func, self._resolve(node.value.func)
-                if (isinstance(func, ast.Name) and func.id in self.classes and func.id not in self.aliases) or (
-                    path is not None and REAL.is_module_class(path)
+        assigns = [
+            (node.targets[0].id, node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        ]
+        built: set[str] = set()
+        while True:  # `lstm = self.lstm` is the candidate's own too: to a fixed point
+            own = OWN_RECEIVERS | {"cls"} | self.classes | built
+            made: dict[str, int] = {}
+            for name, value in assigns:
+                root = value
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                func = value.func if isinstance(value, ast.Call) else None
+                path = self._resolve(func) if func is not None else None
+                if (
+                    (isinstance(func, ast.Name) and func.id in self.classes and func.id not in self.aliases)
+                    or (path is not None and REAL.is_module_class(path))
+                    or (isinstance(value, ast.Attribute) and isinstance(root, ast.Name) and root.id in own)
                 ):
-                    made[node.targets[0].id] = made.get(node.targets[0].id, 0) + 1
-        return {name for name, n in made.items() if self.bindings.get(name) == n}
+                    made[name] = made.get(name, 0) + 1
+            found = {name for name, n in made.items() if self.bindings.get(name) == n} - self.aliases.keys()
+            if found <= built:
+                return built
+            built |= found
 
     def _constants(self, tree: ast.Module) -> dict[str, ast.expr]:
         """Module-level names bound once to a literal or `tl.constexpr(literal)`: the globals a kernel body
@@ -503,7 +526,11 @@ class _Scanner(ast.NodeVisitor):
 
     # ------------------------------------------------------------------ names and attributes
     def visit_Name(self, node: ast.Name) -> None:
-        if node.id in self.jit_names and isinstance(node.ctx, ast.Load) and self.jit_locals is None:
+        if (
+            node.id in self.jit_names | self.kernel_aliases
+            and isinstance(node.ctx, ast.Load)
+            and self.jit_locals is None
+        ):
             self._kernel_value(node)
         if id(node) in self.ok_nodes:
             return
@@ -566,7 +593,7 @@ class _Scanner(ast.NodeVisitor):
 
     def _kernel_ref(self, node: ast.AST) -> bool:
         """`kernel` or `self.kernel` / `Cls.kernel` for one of the file's jit functions."""
-        return (isinstance(node, ast.Name) and node.id in self.jit_names) or (
+        return (isinstance(node, ast.Name) and node.id in self.jit_names | self.kernel_aliases) or (
             isinstance(node, ast.Attribute) and node.attr in self.jit_names
         )
 
@@ -574,8 +601,12 @@ class _Scanner(ast.NodeVisitor):
         """Outside kernel bodies a jit function is only launched, `kernel[grid](...)`: carried anywhere else
         (another name, an argument, `.run(grid=...)`) its grid could be a function no rule read."""
         parent = self.parents.get(id(node))
-        if not (isinstance(parent, ast.Subscript) and parent.value is node):
-            self._flag(node, f"{ast.unparse(node)} used other than as kernel[grid](...)")
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            return
+        if isinstance(parent, ast.Assign) and parent.value is node:
+            if all(isinstance(t, ast.Name) and t.id in self.kernel_aliases for t in parent.targets):
+                return
+        self._flag(node, f"{ast.unparse(node)} used other than as kernel[grid](...)")
 
     def _grid(self, grid: ast.AST) -> None:
         """`kernel[grid]`: a grid function runs inside the launch (inside the kernel's measured time), so it

@@ -23,6 +23,7 @@ from typing import Any
 
 from drkernel.verify.gate_policy import (
     ALLOWED_MODULES,
+    ALLOWED_REEXPORTS,
     CALLABLE_HOMES,
     DANGEROUS_BUILTINS,
     DENIED_ATTR_PATTERN,
@@ -244,7 +245,12 @@ class RealObjects:
                 return None
             if isinstance(home, str) and home.partition(".")[0] not in CALLABLE_HOMES:
                 return f"{here} is defined in {home} (not on the allow-list)"
-            if isinstance(home, str) and home.startswith("torch.") and not home.startswith(OPEN_UNDER_DENIED):
+            if (
+                isinstance(home, str)
+                and home.startswith("torch.")
+                and not home.startswith(OPEN_UNDER_DENIED)
+                and here not in ALLOWED_REEXPORTS
+            ):
                 # re-exports of denied torch modules (`torch.cuda.caching_allocator_alloc` from torch.cuda.memory);
                 # Triton's public API (triton.jit, triton.autotune) lives in its runtime, which is no such case
                 problem = path_problem(home)

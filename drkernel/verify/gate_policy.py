@@ -219,6 +219,17 @@ ALLOWED_PRIVATE = frozenset(
         "torch.nn.modules.utils._ntuple",
     }
 )
+# Functions of a denied module re-exported where honest code calls them (read-only or cache release).
+ALLOWED_REEXPORTS = frozenset(
+    {
+        "torch.cuda.empty_cache",
+        "torch.cuda.memory_allocated",
+        "torch.cuda.max_memory_allocated",
+        "torch.cuda.memory_reserved",
+        "torch.cuda.max_memory_reserved",
+        "torch.cuda.mem_get_info",
+    }
+)
 # Packages whose submodules an attribute path may reach (the path rules above still apply to them).
 REACHABLE_PACKAGES = ("torch", "triton")
 # Modules a function or class reached through an allowed module may be defined in (measured over every

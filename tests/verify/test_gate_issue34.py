@@ -193,6 +193,9 @@ HONEST = (
     "            setattr(self, f'conv{i}', nn.Conv2d(2, 2, 1))\n"
     "    def f(self, i):\n        return getattr(self, 'conv' + str(i))",
     "lstm = nn.LSTM(2, 2)\nw = getattr(lstm, f'weight_hh_l{0}')",
+    "class A(nn.Module):\n    def f(self, i):\n        lstm = self.lstm\n"
+    "        return getattr(lstm, f'weight_ih_l{i}')",
+    "torch.cuda.empty_cache()\nm = torch.cuda.max_memory_allocated()",
     "F = torch.nn.functional\ny = F.relu(torch.zeros(1))",
     "class B(nn.Module):\n    def __init__(self, norm=nn.LayerNorm, dtype=torch.float32):\n        super().__init__()\n"
     "        self.n = norm(4).to(dtype)",
@@ -291,17 +294,24 @@ def test_anything_else_in_a_kernel_body_is_forbidden(body: str) -> None:
         ("x_ptr, B: tl.constexpr = N", "not a literal"),
         ("x_ptr, B: tl.constexpr = (1, 2)", "not a literal"),
         ("x_ptr, B: tl.constexpr = torch.float32", "not a literal"),
-        ("x_ptr: tl.tensor, B: tl.constexpr = 4", "is not tl.constexpr"),
+        ("x_ptr: torch.Tensor, B: tl.constexpr = 4", "is not tl.constexpr"),
         ("x_ptr, B: 'tl.constexpr' = 4", "is not tl.constexpr"),
-        ("x_ptr, B: int = 4", "is not tl.constexpr"),
+        ("x_ptr: tl.core.builtin, B: tl.constexpr = 4", "is not tl.constexpr"),
+        ("x_ptr) -> torch.relu(1", "return annotation of k2"),
         ("x_ptr, *rest", "*args or **kwargs"),
         ("x_ptr, **kw", "*args or **kwargs"),
     ],
 )
 def test_a_jit_signature_carries_no_expression(signature: str, needle: str) -> None:
+    """Annotations: tl.constexpr (the replay keeps its mark), or a plain type hint it drops (`n: tl.int32`)."""
     src = BODY_HEAD.replace("BODY", "pass") + f"\n@triton.jit\ndef k2({signature}):\n    pass\n"
     result = check_source(src)
     assert result.kind == "forbidden" and any(needle in v for v in result.violations), result.violations
+
+
+def test_triton_type_hints_on_jit_parameters_stay_legal() -> None:
+    hints = "x_ptr: tl.tensor, n: tl.int32, m: int, f: float, B: tl.constexpr = 4) -> tl.tensor:\n    pass\n"
+    assert check_source(BODY_HEAD.replace("BODY", "pass") + "\n@triton.jit\ndef k2(" + hints).passed
 
 
 def test_a_jit_function_defined_in_a_function_or_class_is_read_like_any_other() -> None:
@@ -336,7 +346,9 @@ LAUNCH = HEAD.replace("class ModelNew", "def launch(x, n):\n    LAUNCH_LINE\n\n\
         ("def grid(meta):\n        y = meta['x']\n        y += x\n        return (1,)\n" + LAUNCH_GRID, False),
         ("def grid(meta):\n        meta['x'][0] = 1\n        return (1,)\n" + LAUNCH_GRID, False),
         ("relu_kernel[x.grid](x, x, n, BLOCK=64)", False),
-        ("k = relu_kernel\n    k[lambda m: (1,)](x, x, n)", False),
+        ("k = relu_kernel\n    k[lambda m: (1,)](x, x, n)", True),
+        ("k = relu_kernel\n    k[lambda m: (torch.relu(x).numel(),)](x, x, n)", False),
+        ("k = relu_kernel\n    k = print\n    k[lambda m: (1,)](x, x, n)", False),
         ("functools.partial(print, relu_kernel)", False),
         ("relu_kernel.run(x, x, n, grid=launch, warmup=False)", False),
         ("ModelNew.relu_kernel[lambda m: (torch.relu(x).numel(),)](x, x, n)", False),
