@@ -43,6 +43,7 @@ from drkernel.verify.gate_policy import (
     LIBRARY_KERNEL_NAME,
     OWN_RECEIVERS,
     REFUSED_NAMES,
+    SAFE_BUILTINS,
     SCALAR_HOOK_CALLS,
     SCALAR_HOOK_METHODS,
     TENSOR_CLASSES,
@@ -552,6 +553,13 @@ class _Scanner(ast.NodeVisitor):
                 self._value(node, self.aliases[node.id])
         elif node.id in self.type_values and isinstance(node.ctx, ast.Load) and not self._chain_prefix(node):
             self._check_value(node, f"type() result {node.id}")
+        elif (
+            isinstance(node.ctx, ast.Load)
+            and node.id not in self.bindings
+            and node.id not in self.aliases
+            and node.id not in SAFE_BUILTINS | {"type", "__name__"}
+        ):
+            self._flag(node, f"name {node.id} is bound nowhere in the candidate and is not a plain builtin")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in self.jit_names and isinstance(node.ctx, ast.Load) and self.jit_locals is None:
@@ -610,7 +618,8 @@ class _Scanner(ast.NodeVisitor):
 
     def _grid(self, grid: ast.AST) -> None:
         """`kernel[grid]`: a grid function runs inside the launch (inside the kernel's measured time), so it
-        is a scalar lambda; a name holding the grid is bound only to such lambdas, tuples, lists or calls."""
+        is a scalar lambda or def; a name holding the grid is bound only to those, tuples, lists or calls; a call
+        only of the file's scalar defs that return a tuple or list literal (a call could return a function)."""
         if isinstance(grid, (ast.Lambda, ast.FunctionDef)):
             if not self._scalar_lambda(grid):
                 self._flag(grid, "a grid function is not scalar arithmetic on its arguments")
@@ -621,8 +630,26 @@ class _Scanner(ast.NodeVisitor):
             else:
                 for value in values:
                     self._grid(value)
-        elif not isinstance(grid, (ast.Tuple, ast.List, ast.Call)):
+        elif isinstance(grid, ast.Call):
+            if not self._tuple_factory(grid):
+                self._flag(grid, f"grid {ast.unparse(grid)[:40]} is a call that could return a function")
+        elif not isinstance(grid, (ast.Tuple, ast.List)):
             self._flag(grid, f"grid {ast.unparse(grid)[:40]} is not a tuple, list, call or function")
+
+    def _tuple_factory(self, call: ast.Call) -> bool:
+        """A call of a name bound only to the file's scalar defs, each returning tuple or list literals."""
+        if not isinstance(call.func, ast.Name) or self._resolve(call.func) is not None:
+            return False
+        defs = self.grid_bindings.get(call.func.id, [])
+        if not defs or len(defs) != self.bindings.get(call.func.id, 0):
+            return False
+        for fn in defs:
+            if not (isinstance(fn, ast.FunctionDef) and self._scalar_lambda(fn)):
+                return False
+            returns = [r for stmt in fn.body for r in ast.walk(stmt) if isinstance(r, ast.Return)]
+            if not returns or not all(isinstance(r.value, (ast.Tuple, ast.List)) for r in returns):
+                return False
+        return True
 
     def _launch_hooks(self, node: ast.Call, which: str) -> None:
         """autotune/Config/heuristics: the functions Triton calls at launch are scalar lambdas (see policy)."""
@@ -717,6 +744,13 @@ class _Scanner(ast.NodeVisitor):
         problem = _computed_name_problem(name)
         if problem:
             self._flag(node, f"{builtin} with {problem}")
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        """A dunder name as a string ("__globals__", "__builtins__") is only ever a key or attribute name handed to
+        something that looks it up (a dict of globals, attrgetter): no honest kernel spells one."""
+        text = node.value
+        if isinstance(text, str) and _dunder(text) and text.isidentifier() and text != "__main__":
+            self._flag(node, f"the string {text!r} (a dunder name)")
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
         for attr in node.kwd_attrs:  # `case C(__dict__=d)` reads the attribute by name

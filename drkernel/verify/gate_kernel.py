@@ -167,6 +167,8 @@ class KernelRules:
         elif isinstance(node, ast.expr) and not isinstance(node, JIT_EXPRESSIONS):
             what = "lambda" if isinstance(node, ast.Lambda) else type(node).__name__
             self.flag(node, f"{what} inside a @triton.jit body")
+        elif isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, ast.MatMult):
+            self.flag(node, "@ inside a @triton.jit body (Triton has tl.dot; on anything else it is not Triton)")
         elif isinstance(node, ast.Name):
             self._name(node)
         elif isinstance(node, ast.Attribute):

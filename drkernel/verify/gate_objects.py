@@ -30,7 +30,7 @@ from drkernel.verify.gate_policy import (
     DENIED_ATTRS,
     DENIED_PATHS,
     OPEN_UNDER_DENIED,
-    REACHABLE_PACKAGES,
+    TRAVERSABLE_MODULES,
 )
 
 MISSING = object()  # what `get` returns for a path the static walk cannot follow
@@ -52,9 +52,14 @@ def path_problem(path: str) -> str | None:
 
 
 def module_problem(name: str, here: str) -> str | None:
-    if name in ALLOWED_MODULES or name.partition(".")[0] in REACHABLE_PACKAGES:
+    if name in TRAVERSABLE_MODULES:
         return None
     return f"{here} is the module {name} (not on the allow-list)"
+
+
+def home_allowed(home: str) -> bool:
+    """A function's or class's defining module is on CALLABLE_HOMES (exactly, or under an entry ending in ".")."""
+    return home in CALLABLE_HOMES or any(h.endswith(".") and home.startswith(h) for h in CALLABLE_HOMES)
 
 
 def _unwrap(obj: Any) -> Any:
@@ -207,26 +212,37 @@ class RealObjects:
             here = ".".join(path.split(".")[:i])
             try:
                 obj = _unwrap(inspect.getattr_static(obj, part))
-            except Exception:  # absent, or only a hook could produce it
-                return self._unloaded_submodule(obj, part, here)
+            except Exception:  # absent, or only a hook (a module __getattr__, a lazy import) could produce it
+                found = self._unseen(obj, part, here)
+                if isinstance(found, str) or found is None:
+                    return found
+                obj = found
             real = obj.__name__ if isinstance(obj, types.ModuleType) else f"{real}.{part}"
             problem = self._object_problem(obj, here)
             if problem:
                 return problem
         return path_problem(real) if real != path else None
 
-    def _unloaded_submodule(self, obj: Any, part: str, here: str) -> str | None:
-        """A submodule not imported here yet (it may be in the candidate's process): judged by its name."""
-        if not (isinstance(obj, types.ModuleType) and isinstance(obj.__dict__.get("__path__"), (list, tuple))):
-            return None
-        name = f"{obj.__name__}.{part}"
-        try:
-            spec = importlib.util.find_spec(name)
-        except Exception:  # not a submodule
-            return None
-        if spec is None:
-            return None
-        return module_problem(name, here) or path_problem(name)
+    def _unseen(self, obj: Any, part: str, here: str) -> Any:
+        """An attribute the static walk cannot see: an allowed submodule not imported here yet is imported (it
+        is library code) and the walk goes on; an op of torch.ops' lazy namespaces is judged by its name (None);
+        anything else is refused, since whatever would produce it at run time is unknown here (red team F2)."""
+        if isinstance(obj, types.ModuleType) and isinstance(obj.__name__, str):
+            name = f"{obj.__name__}.{part}"
+            if name in TRAVERSABLE_MODULES:
+                try:
+                    return importlib.import_module(name)
+                except Exception as e:
+                    return f"{here}: the module {name} does not import here ({type(e).__name__})"
+            if obj.__name__ in ("torch.ops", "torch.ops.aten"):
+                return None
+            try:
+                spec = importlib.util.find_spec(name)
+            except Exception:  # not a package
+                spec = None
+            if spec is not None:
+                return module_problem(name, here)
+        return f"{here} cannot be found without running code (a lazy or missing attribute)"
 
     def _object_problem(self, obj: Any, here: str) -> str | None:
         if isinstance(obj, types.ModuleType):
@@ -243,7 +259,7 @@ class RealObjects:
                 home = obj.__module__
             except Exception:  # no home to judge
                 return None
-            if isinstance(home, str) and home.partition(".")[0] not in CALLABLE_HOMES:
+            if isinstance(home, str) and not home_allowed(home) and here not in ALLOWED_REEXPORTS:
                 return f"{here} is defined in {home} (not on the allow-list)"
             if (
                 isinstance(home, str)

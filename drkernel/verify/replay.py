@@ -38,6 +38,7 @@ from drkernel.verify.gate_objects import MISSING, REAL
 from drkernel.verify.gate_policy import JIT_BUILTINS, JIT_MODULES
 
 MAX_PROGRAMS = 1 << 20  # programs of one replayed launch
+CONSTEXPR_VALUES = (bool, int, float, str, type(None), torch.dtype)  # what a launch may hand a tl.constexpr
 # Not replayed as aten events: files and process state, and anything that hands out uninitialised memory
 # (a block the reference's outputs were freed from could hold the answer): allocations come as "alloc"
 # events, which fill the buffer first.
@@ -203,9 +204,10 @@ def _namespace(parts: gate.KernelParts) -> dict[str, Any]:
     return names
 
 
-def load_kernels(source: str, workdir: str) -> tuple[ModuleType, set[str]]:
+def load_kernels(source: str, workdir: str) -> tuple[ModuleType, dict[str, frozenset[str]]]:
     """The rebuilt kernels as a module of interpreter-run jit functions (re-gated here: the replay trusts
-    no earlier check). Only `def` statements with literal defaults execute, in a namespace made above."""
+    no earlier check). Only `def` statements with literal defaults execute, in a namespace made above.
+    Returns the module and each kernel's tl.constexpr parameters."""
     import triton
 
     try:
@@ -222,7 +224,7 @@ def load_kernels(source: str, workdir: str) -> tuple[ModuleType, set[str]]:
     exec(compile(text, path, "exec", flags=__future__.annotations.compiler_flag, dont_inherit=True), module.__dict__)
     for name in constexprs:
         module.__dict__[name] = triton.jit(module.__dict__[name])
-    return module, set(constexprs)
+    return module, {name: frozenset(params) for name, params in constexprs.items()}
 
 
 # -- the replay ----------------------------------------------------------------------------------------
@@ -234,7 +236,7 @@ class Replay:
         committed: list[str],
         inputs: list[Any],
         kernels: ModuleType,
-        kernel_names: set[str],
+        kernel_names: dict[str, frozenset[str]],
     ) -> None:
         self.trace, self.kernels, self.kernel_names = trace, kernels, kernel_names
         self.storages: dict[int, torch.UntypedStorage] = {}
@@ -370,6 +372,12 @@ class Replay:
             if unknown:
                 raise ReplayFailed(f"{name} has no parameters {sorted(unknown)[:3]}")
             args = {k: self.value(v) for k, v in e["args"].items()}
+            for param in sorted(self.kernel_names[name] & set(args)):
+                if not isinstance(args[param], CONSTEXPR_VALUES):
+                    raise ReplayFailed(
+                        f"{name}'s tl.constexpr {param} is handed a {type(args[param]).__name__}: a constexpr is a "
+                        "number, bool, string or dtype (the interpreter would run tensor operators on it as Python)"
+                    )
             with self.triton:
                 kernel[tuple(e["grid"])](**args)
             self.counts.extend(self.triton.launches)

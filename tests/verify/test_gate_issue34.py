@@ -339,7 +339,7 @@ LAUNCH = HEAD.replace("class ModelNew", "def launch(x, n):\n    LAUNCH_LINE\n\n\
         ("relu_kernel[lambda meta: (torch.matmul(x, x, out=x), 1)[1:]](x, x, n, BLOCK=64)", False),
         ("relu_kernel[lambda meta: (int((x @ x)[0, 0]),)](x, x, n, BLOCK=64)", False),
         ("relu_kernel[lambda meta: (x.copy_(x).numel(),)](x, x, n, BLOCK=64)", False),
-        ("relu_kernel[functools.partial(max, 1)](x, x, n, BLOCK=64)", True),  # a call: made before the launch
+        ("relu_kernel[functools.partial(max, 1)](x, x, n, BLOCK=64)", False),  # a call may return a function
         ("relu_kernel[launch](x, x, n, BLOCK=64)", False),
         ("def grid(meta):\n        m = triton.cdiv(n, meta['BLOCK'])\n        return (m,)\n" + LAUNCH_GRID, True),
         ("def grid(meta):\n        return (torch.relu(x).numel(),)\n    relu_kernel[grid](x, x, n, BLOCK=64)", False),

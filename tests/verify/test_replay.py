@@ -346,7 +346,7 @@ class ModelNew(nn.Module):
     assert kernels == ["k"] and "autotune" not in text and "helper" not in text and "ModelNew" not in text
     assert "import" not in text and "SCALE" not in text and text.startswith("def k(x, n, BLOCK: constexpr):")
     module, names = load_kernels(source, str(tmp_path))
-    assert names == {"k"} and module.SCALE == 2.0 and "constexpr" not in vars(module)
+    assert names == {"k": {"BLOCK"}} and module.SCALE == 2.0 and "constexpr" not in vars(module)
     assert module.tl is tl and "math" in vars(module)
     assert set(module.__builtins__) == {"len", "list", "range", "float", "int", "isinstance", "min", "max"}
     with pytest.raises(ReplayFailed, match="does not pass the gate"):
