@@ -42,11 +42,13 @@ from drkernel.verify.gate_policy import (
     LAUNCH_HOOKS,
     LIBRARY_KERNEL_NAME,
     OWN_RECEIVERS,
+    PLAIN_CALLS,
     REFUSED_NAMES,
     SAFE_BUILTINS,
     SCALAR_HOOK_CALLS,
     SCALAR_HOOK_METHODS,
     TENSOR_CLASSES,
+    TENSOR_PROTOCOL,
 )
 
 
@@ -88,7 +90,7 @@ NOT_IN_HOOKS = (ast.Lambda, ast.NamedExpr, ast.comprehension, ast.Await, ast.Yie
 SCALAR_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.Return, ast.If, ast.Expr, ast.Pass)  # no `+=`: in place on a tensor
 
 
-def _computed_name_problem(node: ast.AST) -> str | None:
+def _computed_name_problem(node: ast.AST, own_names: set[str] = frozenset()) -> str | None:
     """An f-string or `"lit" + x` whose literal head starts with a letter can never name a dunder or
     private attribute (`getattr(lstm, f"weight_ih_l{i}")` is how PyTorch code walks numbered layers); the
     head must also not be the start of a denied name, which the rest could complete ("to" + "file")."""
@@ -100,7 +102,7 @@ def _computed_name_problem(node: ast.AST) -> str | None:
     if not (isinstance(head, ast.Constant) and isinstance(head.value, str) and head.value[:1].isalpha()):
         return "a computed attribute name without a literal head that starts with a letter"
     text = head.value
-    for denied in (*DENIED_ATTRS, *DENIED_PREFIXES):
+    for denied in (*DENIED_ATTRS, *DENIED_PREFIXES, *TENSOR_PROTOCOL, *own_names):
         if denied.startswith(text) or text.startswith(denied) or DENIED_ATTR_PATTERN.match(text):
             return f"a computed attribute name starting {text!r}, which could spell the denied {denied!r}"
     return None
@@ -406,6 +408,8 @@ class _Scanner(ast.NodeVisitor):
             elif target.id in OWN_RECEIVERS and self.jit_locals is None:
                 self._flag(node, f"rebinding {target.id}")
             return
+        if isinstance(target, ast.Attribute) and target.attr in TENSOR_PROTOCOL:
+            self._flag(node, f"assignment to .{target.attr} (Triton's interpreter would take the object for a tensor)")
         if isinstance(target, (ast.Attribute, ast.Subscript)):
             root = _root(target)
             if (
@@ -592,6 +596,9 @@ class _Scanner(ast.NodeVisitor):
         path = self._resolve(func)
         if path is not None and object_path(path) in LAUNCH_HOOKS:
             self._launch_hooks(node, object_path(path) or "")
+        if path is not None and object_path(path) in PLAIN_CALLS:
+            if len(node.args) > PLAIN_CALLS[object_path(path) or ""] or node.keywords:
+                self._flag(node, f"{path} with attribute names to copy (only its first argument)")
         self.generic_visit(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
@@ -741,7 +748,7 @@ class _Scanner(ast.NodeVisitor):
         if self._resolve(obj) is not None or not self._own_receiver(obj):
             self._flag(node, f"{builtin} with a computed attribute name on other than the candidate's own objects")
             return
-        problem = _computed_name_problem(name)
+        problem = _computed_name_problem(name, self.jit_names | self.kernel_aliases)  # no kernel reached by name
         if problem:
             self._flag(node, f"{builtin} with {problem}")
 
@@ -798,15 +805,45 @@ class _Scanner(ast.NodeVisitor):
         if _dunder(node.name):
             self._flag(node, f"class named {node.name}")
         for base in node.bases:
-            if (self._resolve(base) or "") in TENSOR_CLASSES:
+            path = self._resolve(base) or ""
+            if path in TENSOR_CLASSES or (path and REAL.is_tensor_class(path)):
                 self._flag(node, f"class {node.name} subclasses torch.Tensor")
+        for stmt in node.body:  # `data_ptr = ...` / `data_ptr: int` in a class body
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id in TENSOR_PROTOCOL:
+                    self._flag(stmt, f"class {node.name} binds {t.id} (what Triton takes a tensor by)")
         for kw in node.keywords:
             self._flag(node, f"class keyword {kw.arg}= (metaclass machinery)")
         self.generic_visit(node)
 
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
+            if a.arg in OWN_RECEIVERS | {"cls"}:
+                self._flag(node, f"lambda parameter {a.arg} (the candidate's own objects come only into methods)")
+        self.generic_visit(node)
+
+    def _receiver_params(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """`self`, `cls` and `ctx` are the candidate's own objects only as the first parameter of a method of its
+        own class: any other parameter so named could be handed a library object (red team N1)."""
+        params = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+        if node.args.vararg:
+            params.append(node.args.vararg)
+        if node.args.kwarg:
+            params.append(node.args.kwarg)
+        method = isinstance(self.parents.get(id(node)), ast.ClassDef)
+        for i, a in enumerate(params):
+            if a.arg in OWN_RECEIVERS | {"cls"} and not (
+                method and i == 0 and a in node.args.posonlyargs + node.args.args
+            ):
+                self._flag(a, f"parameter {a.arg} of {node.name} is not the first parameter of a method")
+
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self._receiver_params(node)
         if _dunder(node.name) and node.name not in DUNDER_DEFS:
             self._flag(node, f"defines {node.name}")
+        if node.name in TENSOR_PROTOCOL:
+            self._flag(node, f"defines {node.name} (Triton's interpreter would take the object for a tensor)")
         if node.name not in self.jit_names or self.jit_locals is not None or not self._jit_decorated(node):
             self.generic_visit(node)
             return

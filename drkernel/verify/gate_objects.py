@@ -187,6 +187,13 @@ class RealObjects:
     def is_class(self, path: str) -> bool:
         return isinstance(self.get(path), type)
 
+    def is_tensor_class(self, path: str) -> bool:
+        """torch.Tensor or a subclass of it (nn.Parameter, nn.Buffer)."""
+        import torch
+
+        obj = self.get(path)
+        return isinstance(obj, type) and issubclass(obj, torch.Tensor)
+
     def is_module_class(self, path: str) -> bool:
         """A strict subclass of nn.Module (`norm_layer=nn.LayerNorm` travels like a function)."""
         obj = self.get(path)

@@ -109,6 +109,23 @@ DENIED_PATHS = (
     "torch.set_num_interop_threads",
     "torch.cuda.set_device",
     "torch.cuda.jiterator",
+    # native loaders, writers and TorchScript entry points at torch's top level (red team N2)
+    "torch.PyTorchFileWriter",
+    "torch.PyTorchFileReader",
+    "torch.import_ir_module",
+    "torch.import_ir_module_from_buffer",
+    "torch.parse_ir",
+    "torch.fork",
+    "torch.wait",
+    "torch.Future",
+    "torch.FileCheck",
+    "torch.CompilationUnit",
+    "torch.ScriptFunction",
+    "torch.ScriptModule",
+    "torch.set_anomaly_enabled",
+    "torch.autograd.set_detect_anomaly",
+    "torch.autograd.detect_anomaly",
+    "torch.init_num_threads",
     # Triton objects that make a kernel, or run Python in one, outside a gated `@triton.jit` def
     "triton.JITFunction",
     "triton.KernelInterface",
@@ -119,6 +136,7 @@ DENIED_PATHS = (
     "triton.MockTensor",
     "functools.cached_property",
     "functools.update_wrapper",  # copies attributes named by the caller (assigned=/updated=)
+    "collections.namedtuple",  # fields named by strings (a `data_ptr` field on an object handed to a launch)
     "torch.cuda.nccl",
     "torch.cuda.comm",
 )
@@ -342,7 +360,7 @@ ATTR_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
 SAFE_BUILTINS = frozenset(
     {
         *("abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "classmethod"),
-        *("complex", "dict", "divmod", "enumerate", "filter", "float", "format", "frozenset", "hash", "hex", "id"),
+        *("complex", "dict", "divmod", "enumerate", "filter", "float", "format", "frozenset", "hex"),
         *("int", "isinstance", "issubclass", "iter", "len", "list", "map", "max", "min", "next", "object", "oct"),
         *("ord", "pow", "print", "range", "repr", "reversed", "round", "set", "slice", "sorted", "staticmethod"),
         *("str", "sum", "super", "tuple", "zip", "NotImplemented", "Ellipsis"),
@@ -352,6 +370,11 @@ SAFE_BUILTINS = frozenset(
         *("FloatingPointError", "Warning", "UserWarning", "DeprecationWarning", "RuntimeWarning"),
     }
 )
+# (id and hash are not here: an object's address is what a Triton pointer, which the CPU interpreter does not bound
+# in the candidate's process, would need to write into it; red team F6.)
+# What Triton's interpreter duck-types a launch argument by and calls inside the launch (red team F7): a candidate
+# object may not carry them (no def, class attribute, attribute store or setattr of these names).
+TENSOR_PROTOCOL = frozenset({"data_ptr", "untyped_storage", "new_empty", "storage_offset"})
 # Builtins refused in any use: `property(...)` makes a class attribute run code on every read.
 REFUSED_NAMES = frozenset({"property"})
 # What Triton's code generator resolves inside a jit body (CodeGenerator.builtin_namespace, Triton 3.x),
@@ -515,6 +538,9 @@ DUNDER_DEFS = frozenset({"__init__"})  # the only dunder a measured honest corpu
 # Triton's launch machinery calls these candidate functions inside a launch (so inside the kernel time the
 # CPU interpreter measures): (positional parameters allowed, keywords that take a function). Each function
 # must be a lambda of scalar arithmetic on its arguments (SCALAR_HOOK_CALLS, SCALAR_HOOK_METHODS).
+# Calls whose extra arguments name attributes to copy (functools.wraps' assigned=/updated=): at most this many
+# positional arguments and no keywords.
+PLAIN_CALLS = {"functools.wraps": 1}
 LAUNCH_HOOKS = {
     "triton.runtime.autotuner.autotune": (2, ("prune_configs_by", "pre_hook", "post_hook", "do_bench")),
     "triton.runtime.autotuner.Config": (4, ("pre_hook",)),

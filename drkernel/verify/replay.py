@@ -372,6 +372,12 @@ class Replay:
             if unknown:
                 raise ReplayFailed(f"{name} has no parameters {sorted(unknown)[:3]}")
             args = {k: self.value(v) for k, v in e["args"].items()}
+            for param, value in sorted(args.items()):
+                if isinstance(value, list) and any(isinstance(x, torch.Tensor) for x in tree_flatten(value)[0]):
+                    raise ReplayFailed(
+                        f"{name}'s {param} is a list holding tensors: a kernel gets tensors as plain pointer "
+                        "arguments (the interpreter hands a list over as Python objects)"
+                    )
             for param in sorted(self.kernel_names[name] & set(args)):
                 if not isinstance(args[param], CONSTEXPR_VALUES):
                     raise ReplayFailed(

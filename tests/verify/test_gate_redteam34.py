@@ -23,6 +23,11 @@ FINDINGS = {
     "grid_call_closure": "is a call that could return a function",
     "add_pre_run_hook": "used other than as kernel[grid](...)",
     "rewritten_fn": "used other than as kernel[grid](...)",
+    "list_tensor_matmul": "@ inside a @triton.jit body",
+    "escape_update_wrapper_matmul": "forbidden API functools.update_wrapper",
+    "escape_pointer_poke_matmul": "name id is bound nowhere",
+    "fake_tensor_arg": "defines data_ptr",
+    "computed_getattr_hook": "could spell the denied 'kernel'",
 }
 
 
@@ -48,6 +53,27 @@ def test_red_team_candidates_are_forbidden(name: str) -> None:
         "m = torch.ao.pruning.sparsifier.base_sparsifier.torch.sys",
         "m = torch.distributions.utils.lazy_property",
         "m = triton.language.semantic.builtins",
+        # F5: attribute names handed to a copier
+        "import functools\ndef f():\n    pass\nw = functools.wraps(torch.relu, updated=('x',))",
+        # F6: an object's address (the CPU interpreter's pointers are not bounded in the candidate's process)
+        "a = id(torch)",
+        "a = hash(torch.relu)",
+        # F7: an object Triton would take for a tensor
+        "class T:\n    data_ptr = None",
+        "class T:\n    def untyped_storage(self):\n        return None",
+        "class T:\n    def __init__(self):\n        self.data_ptr = print",
+        "class T:\n    def f(self):\n        setattr(self, 'data' + '_ptr', print)",
+        "import collections\nP = collections.namedtuple('P', 'data_ptr')",
+        "class Fake(torch.nn.Parameter):\n    pass",
+        # N1: self/cls/ctx only as the first parameter of a method
+        "def f(self):\n    return self._C\nx = f(torch.relu)",
+        "class A:\n    def f(x, self):\n        return self._C",
+        "g = lambda self: self._C",
+        # N2: native loaders and writers at torch's top level
+        "w = torch.PyTorchFileWriter('/tmp/x')",
+        "f = torch.jit._script",
+        "torch.set_anomaly_enabled(True)",
+        "r = torch.parse_ir('graph(): return ()')",
     ],
 )
 def test_getattr_helpers_unimported_modules_and_free_names_are_forbidden(snippet: str) -> None:
@@ -56,6 +82,15 @@ def test_getattr_helpers_unimported_modules_and_free_names_are_forbidden(snippet
 
 
 OPTIONS = VerifyOptions(gpu_profile="h200", atol=1e-2, rtol=1e-2, correctness="strict")
+
+
+def test_the_replay_refuses_a_list_of_tensors_as_a_launch_argument(tmp_path: Path) -> None:
+    """F3 variant in cpu_model: a list argument reaches the body as torch tensors, free in the replay."""
+    reference = (CANDIDATES / "ref_mul_rt34.py").read_text()
+    candidate = (CANDIDATES / "redteam34_list_tensor_mul.py").read_text()
+    assert check_source(candidate).passed
+    out = model_locally(reference, candidate, str(tmp_path), OPTIONS)
+    assert out["verdict"] == "mismatch" and "T is a list holding tensors" in out["message"], out["message"]
 
 
 def test_the_replay_refuses_a_tensor_handed_to_a_constexpr(tmp_path: Path) -> None:
