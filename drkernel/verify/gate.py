@@ -732,6 +732,8 @@ class _Scanner(ast.NodeVisitor):
             return
         obj, name = node.args[0], node.args[1]
         if isinstance(name, ast.Constant) and isinstance(name.value, str):
+            if name.value in self.jit_names | self.kernel_aliases:
+                self._flag(node, f"{builtin} of the kernel {name.value} by name (a kernel is only launched)")
             synthetic = ast.copy_location(ast.Attribute(value=obj, attr=name.value, ctx=ast.Load()), node)
             self._attribute(synthetic, in_call=False)
             path = self._resolve(obj)

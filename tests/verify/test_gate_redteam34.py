@@ -65,6 +65,9 @@ def test_red_team_candidates_are_forbidden(name: str) -> None:
         "class T:\n    def f(self):\n        setattr(self, 'data' + '_ptr', print)",
         "import collections\nP = collections.namedtuple('P', 'data_ptr')",
         "class Fake(torch.nn.Parameter):\n    pass",
+        # F4 (h): the kernel reached by a literal getattr
+        "import triton.language as tl\nclass M:\n    @triton.jit\n    def kernel(x):\n        pass\n"
+        "    def f(self):\n        getattr(self, 'kernel').add_pre_run_hook(print)",
         # N1: self/cls/ctx only as the first parameter of a method
         "def f(self):\n    return self._C\nx = f(torch.relu)",
         "class A:\n    def f(x, self):\n        return self._C",
