@@ -6,8 +6,9 @@ candidates, the examples, our kernels shaped like Triton's tutorials (benchmarks
 rejection there is a false forbidden), and optionally sampled policy outputs
 (`--samples DIR` of .py files, or a .jsonl/.parquet with a text column whose ```python blocks are
 extracted), which are unverified and may hold real hacks, so their rejections are to be read (--show-rejected).
-Prints one line per source and a total; `jit-only`
-counts rejections made only by jit-body rules that compiled Triton enforces as well.
+Prints one line per source and a total; `fails-anyway`
+counts rejections whose every reason fails at run time too: jit-body rules compiled Triton enforces as well (names
+tl lacks, nested defs, lambdas, Python inside a kernel), and names the source binds nowhere (a NameError).
 
     python benchmarks/gate_corpus.py [--samples PATH] [--show-rejected] [--verify]
 
@@ -34,7 +35,7 @@ import tutorial_kernels  # noqa: E402
 from drkernel.tasks import load_tasks  # noqa: E402
 from drkernel.verify.gate import check_source  # noqa: E402
 
-JIT_RULE = "inside a @triton.jit body"
+FAILS_ANYWAY = ("inside a @triton.jit body", "lambda inside", "is bound nowhere in the candidate")
 CODE_BLOCK = re.compile(r"```(?:python|py)?\n(.*?)```", re.DOTALL)
 
 
@@ -104,23 +105,23 @@ def main() -> None:
         groups[f"policy samples ({args.samples})"] = sampled_sources(args.samples)
     total = rejected = 0
     t0 = time.perf_counter()
-    print(f"{'source':44s} {'files':>6s} {'forbidden':>10s} {'jit-only':>9s} {'other':>6s}")
+    print(f"{'source':44s} {'files':>6s} {'forbidden':>10s} {'fails-anyway':>13s} {'other':>6s}")
     for group, sources in groups.items():
-        forbidden = jit_only = other = 0
+        forbidden = fails_anyway = other = 0
         for name, code in sources.items():
             result = check_source(code)
             if result.kind == "forbidden":
                 forbidden += 1
-                # every violation is a jit-body rule: nested defs, lambdas, methods tl.tensor lacks, calls to
-                # non-jit helpers, which compiled Triton rejects too (a compile error, reward 0 either way)
-                jit_only += all(JIT_RULE in v or "lambda inside" in v for v in result.violations)
+                # every violation fails at run time too: a jit-body rule compiled Triton enforces as well (nested
+                # defs, lambdas, names tl lacks, non-jit helpers), or a name bound nowhere (reward 0 either way)
+                fails_anyway += all(any(f in v for f in FAILS_ANYWAY) for v in result.violations)
                 if args.show_rejected:
                     print(f"  FORBIDDEN {name}: {result.message}")
             elif not result.passed:
                 other += 1  # syntax / no_triton in a policy sample: not the allow-list's doing
         total += len(sources)
         rejected += forbidden
-        print(f"{group:44s} {len(sources):6d} {forbidden:10d} {jit_only:9d} {other:6d}")
+        print(f"{group:44s} {len(sources):6d} {forbidden:10d} {fails_anyway:13d} {other:6d}")
     elapsed = time.perf_counter() - t0
     rate = rejected / total if total else 0.0
     print(
