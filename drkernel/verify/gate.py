@@ -86,6 +86,9 @@ def _dunder(name: str) -> bool:
 
 
 JIT_DECORATOR = "triton.runtime.jit.jit"
+BUILTIN_VALUE_TYPES = frozenset(
+    {"tuple", "list", "dict", "set", "frozenset", "int", "float", "complex", "str", "bytes"}
+)
 NOT_IN_HOOKS = (ast.Lambda, ast.NamedExpr, ast.comprehension, ast.Await, ast.Yield, ast.YieldFrom, ast.Starred)
 SCALAR_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.Return, ast.If, ast.Expr, ast.Pass)  # no `+=`: in place on a tensor
 
@@ -760,6 +763,8 @@ class _Scanner(ast.NodeVisitor):
         text = node.value
         if isinstance(text, str) and _dunder(text) and text.isidentifier() and text != "__main__":
             self._flag(node, f"the string {text!r} (a dunder name)")
+        elif isinstance(text, str) and text in TENSOR_PROTOCOL:  # add_module("data_ptr", m), {"data_ptr": ...}
+            self._flag(node, f"the string {text!r} (what Triton's interpreter takes an object for a tensor by)")
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
         for attr in node.kwd_attrs:  # `case C(__dict__=d)` reads the attribute by name
@@ -810,6 +815,11 @@ class _Scanner(ast.NodeVisitor):
             path = self._resolve(base) or ""
             if path in TENSOR_CLASSES or (path and REAL.is_tensor_class(path)):
                 self._flag(node, f"class {node.name} subclasses torch.Tensor")
+            builtin = isinstance(base, ast.Name) and base.id in BUILTIN_VALUE_TYPES and base.id not in self.bindings
+            if builtin or (path and REAL.is_builtin_value_class(path)):
+                # Triton's interpreter rebuilds tuple arguments with type(arg)(...): the subclass's __init__ would
+                # run inside the launch (red team F7c); the same for any value type it might convert
+                self._flag(node, f"class {node.name} subclasses a builtin value type ({ast.unparse(base)})")
         for stmt in node.body:  # `data_ptr = ...` / `data_ptr: int` in a class body
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
             for t in targets:

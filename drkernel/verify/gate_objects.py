@@ -194,6 +194,14 @@ class RealObjects:
         obj = self.get(path)
         return isinstance(obj, type) and issubclass(obj, torch.Tensor)
 
+    def is_builtin_value_class(self, path: str) -> bool:
+        """A subclass of tuple, list, dict, set, int, float, str or bytes (typing.NamedTuple's too)."""
+        obj = self.get(path)
+        if obj is not MISSING and getattr(obj, "__name__", None) == "NamedTuple":  # typing.NamedTuple is a function
+            return True
+        values = (tuple, list, dict, set, frozenset, int, float, complex, str, bytes)
+        return isinstance(obj, type) and issubclass(obj, values)
+
     def is_module_class(self, path: str) -> bool:
         """A strict subclass of nn.Module (`norm_layer=nn.LayerNorm` travels like a function)."""
         obj = self.get(path)

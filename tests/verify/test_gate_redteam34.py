@@ -68,6 +68,11 @@ def test_red_team_candidates_are_forbidden(name: str) -> None:
         # F4 (h): the kernel reached by a literal getattr
         "import triton.language as tl\nclass M:\n    @triton.jit\n    def kernel(x):\n        pass\n"
         "    def f(self):\n        getattr(self, 'kernel').add_pre_run_hook(print)",
+        # F7b/F7c: submodules named like tensor methods, a tuple subclass Triton rebuilds inside the launch
+        "class L(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.add_module('data_ptr', torch.nn.Identity())",
+        "class Args(tuple):\n    def __init__(self, items):\n        super().__init__()",
+        "import typing\nclass P(typing.NamedTuple):\n    x: int",
         # N1: self/cls/ctx only as the first parameter of a method
         "def f(self):\n    return self._C\nx = f(torch.relu)",
         "class A:\n    def f(x, self):\n        return self._C",
