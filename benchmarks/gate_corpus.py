@@ -2,13 +2,18 @@
 
 A false `forbidden` is reward 0 for honest work, so the allow-list is measured, not guessed. Sources:
 the shipped task solutions, the benchmark's honest Triton candidates (benchmarks/candidate_set.py), the honest test
-candidates, the examples (all must pass: a rejection there is a false forbidden), and optionally sampled policy outputs
+candidates, the examples, our kernels shaped like Triton's tutorials (benchmarks/tutorial_kernels.py; all must pass: a
+rejection there is a false forbidden), and optionally sampled policy outputs
 (`--samples DIR` of .py files, or a .jsonl/.parquet with a text column whose ```python blocks are
 extracted), which are unverified and may hold real hacks, so their rejections are to be read (--show-rejected).
-Prints one line per source and a total; `jit-only`
-counts rejections made only by jit-body rules that compiled Triton enforces as well.
+Prints one line per source and a total; `fails-anyway`
+counts rejections whose every reason fails at run time too: jit-body rules compiled Triton enforces as well (names
+tl lacks, nested defs, lambdas, Python inside a kernel), and names the source binds nowhere (a NameError).
 
-    python benchmarks/gate_corpus.py [--samples PATH] [--show-rejected]
+    python benchmarks/gate_corpus.py [--samples PATH] [--show-rejected] [--verify]
+
+--verify also runs each tutorial kernel through the library Verifier in both timing modes (CPU: Triton's
+interpreter), so a false rejection by the trusted replay's rebuild (cpu_model) shows too.
 """
 
 from __future__ import annotations
@@ -25,11 +30,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import candidate_set  # noqa: E402
+import tutorial_kernels  # noqa: E402
 
 from drkernel.tasks import load_tasks  # noqa: E402
 from drkernel.verify.gate import check_source  # noqa: E402
 
-JIT_RULE = "inside a @triton.jit body"
+FAILS_ANYWAY = ("inside a @triton.jit body", "lambda inside", "is bound nowhere in the candidate")
 CODE_BLOCK = re.compile(r"```(?:python|py)?\n(.*?)```", re.DOTALL)
 
 
@@ -47,7 +53,26 @@ def honest_sources() -> dict[str, dict[str, str]]:
         },
         "tests/verify/candidates honest_*": _files("tests/verify/candidates/honest_*.py"),
         "examples": _files("examples/*/candidate.py"),
+        "Triton tutorials (ours)": {name: cand for name, (_, cand) in tutorial_kernels.TUTORIALS.items()},
     }
+
+
+def verify_tutorials() -> int:
+    """Each tutorial kernel through the Verifier and score, measured and cpu_model; returns the false rejections."""
+    from drkernel.rl.rewards import RewardConfig, score
+    from drkernel.verify import VerifyOptions
+    from drkernel.verify.engine import Verifier
+
+    rejected = 0
+    with Verifier(device="cpu", max_concurrency=1) as verifier:
+        for timing in ("measured", "cpu_model"):
+            options = VerifyOptions(device="cpu", timing=timing, num_correct_trials=2, timeout_s=600)
+            for name, (reference, candidate) in tutorial_kernels.TUTORIALS.items():
+                r = score(verifier.verify(reference, candidate, options), RewardConfig())
+                rejected += not r.correct
+                why = "" if r.correct or not r.error else f" ({r.error.kind}: {r.error.message.strip()[:160]})"
+                print(f"  {timing:9s} {name:18s} correct={r.correct} speedup={r.speedup} reward={r.reward}{why}")
+    return rejected
 
 
 def sampled_sources(path: Path) -> dict[str, str]:
@@ -73,29 +98,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=Path, help="sampled policy outputs (folder of .py, .jsonl or .parquet)")
     parser.add_argument("--show-rejected", action="store_true", help="print each false forbidden with its reason")
+    parser.add_argument("--verify", action="store_true", help="also run the tutorial kernels through the Verifier")
     args = parser.parse_args()
     groups = honest_sources()
     if args.samples:
         groups[f"policy samples ({args.samples})"] = sampled_sources(args.samples)
     total = rejected = 0
     t0 = time.perf_counter()
-    print(f"{'source':44s} {'files':>6s} {'forbidden':>10s} {'jit-only':>9s} {'other':>6s}")
+    print(f"{'source':44s} {'files':>6s} {'forbidden':>10s} {'fails-anyway':>13s} {'other':>6s}")
     for group, sources in groups.items():
-        forbidden = jit_only = other = 0
+        forbidden = fails_anyway = other = 0
         for name, code in sources.items():
             result = check_source(code)
             if result.kind == "forbidden":
                 forbidden += 1
-                # every violation is a jit-body rule: nested defs, lambdas, methods tl.tensor lacks, calls to
-                # non-jit helpers, which compiled Triton rejects too (a compile error, reward 0 either way)
-                jit_only += all(JIT_RULE in v or "lambda inside" in v for v in result.violations)
+                # every violation fails at run time too: a jit-body rule compiled Triton enforces as well (nested
+                # defs, lambdas, names tl lacks, non-jit helpers), or a name bound nowhere (reward 0 either way)
+                fails_anyway += all(any(f in v for f in FAILS_ANYWAY) for v in result.violations)
                 if args.show_rejected:
                     print(f"  FORBIDDEN {name}: {result.message}")
             elif not result.passed:
                 other += 1  # syntax / no_triton in a policy sample: not the allow-list's doing
         total += len(sources)
         rejected += forbidden
-        print(f"{group:44s} {len(sources):6d} {forbidden:10d} {jit_only:9d} {other:6d}")
+        print(f"{group:44s} {len(sources):6d} {forbidden:10d} {fails_anyway:13d} {other:6d}")
     elapsed = time.perf_counter() - t0
     rate = rejected / total if total else 0.0
     print(
@@ -107,6 +133,10 @@ def main() -> None:
     print(f"attack files (tests/verify/candidates/gate_*): {caught}/{len(attacks)} forbidden")
     if args.samples is None:
         print("policy samples: none given (pass --samples)")
+    if args.verify:
+        print("tutorial kernels through the Verifier (correct = not falsely rejected):")
+        n = verify_tutorials()
+        print(f"tutorial kernels falsely rejected: {n}/{2 * len(tutorial_kernels.TUTORIALS)} verifications")
 
 
 if __name__ == "__main__":

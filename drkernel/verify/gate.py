@@ -1,20 +1,19 @@
 """Static gate: an allow-list of what a kernel source may touch, checked on the AST before anything runs.
 
 A reward-seeking policy searches for whatever the verifier lets through, so the gate names what a
-Triton kernel module needs (torch, triton, a few pure stdlib modules) and rejects the rest: dynamic
-imports and attribute access by computed name, dunder walks, frame and garbage-collector
-introspection, global hooks, torch function/dispatch modes, profilers, streams and graphs, and
-assignment into anything the candidate did not create. A `@triton.jit` body may only call Triton
-operations, the builtins Triton's frontend implements, and other jit functions of the same module,
-so plain Python (which the CPU interpreter would count as kernel time) cannot hide in a kernel.
+Triton kernel module needs (torch, triton, a few pure stdlib modules; gate_policy) and rejects the rest:
+dynamic imports, dunder walks, frame and garbage-collector introspection, global hooks, torch
+function/dispatch modes, profilers, streams and graphs, process-wide numerics switches, and assignment
+into anything the candidate did not create.
 
-Names alone do not close the allow-list: allowed modules re-export whole stdlib modules and loaders
-(`torch.builtins.exec`, `typing.sys.modules`, `torch.ops.import_module`; red-team finding 1). So
-every dotted path rooted at an imported module is also walked over the real objects (the allowed
-modules imported here, once, without running attribute hooks): a module it reaches must be allowed,
-and a function or class must not be a denied API, a code-running builtin, or come from a module off
-the allow-list. A name bound from a call, subscript or attribute read holds an object the candidate
-fetched, not made: storing into its attributes is monkey-patching.
+It decides on real objects, not on spellings (issue 34): every name and attribute chain rooted at an
+import is followed to the object it reaches (gate_objects), so a module is refused as a value wherever it
+would travel (a tuple, an argument, a default, a lambda, a walrus), whatever its name; a denied API is
+refused however it is reached. An attribute named at run time (getattr & co. with a built string) is
+allowed only on the candidate's own objects (self, cls, its classes and what hangs off self), and only
+when its literal head starts with a letter and cannot grow into a denied name. A `@triton.jit` body is
+the Triton language only (gate_kernel). A name bound from a call, subscript or attribute read holds an
+object the candidate fetched, not made: storing into its attributes is monkey-patching.
 It is one layer: the process sandbox and the trusted-side checks hold without it. It runs in the
 verifier's own process (a rejected source costs no child process), which therefore imports the
 allowed modules (torch, Triton) on the first check.
@@ -23,400 +22,34 @@ allowed modules (torch, Triton) on the first check.
 from __future__ import annotations
 
 import ast
-import builtins
-import importlib
-import importlib.util
-import inspect
-import re
-import sys
-import threading
-import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-# Modules a candidate may import (exactly these, or as `from <module> import <name>`; the imported
-# name is then checked like an attribute of the module).
-ALLOWED_MODULES = frozenset(
-    {
-        "torch",
-        "torch.nn",
-        "torch.nn.functional",
-        "torch.nn.init",
-        "torch.nn.parameter",
-        "torch.autograd",
-        "torch.cuda",
-        "torch.npu",
-        "torch_npu",  # honest Ascend kernels import it to register the device; its APIs meet the same rules
-        "triton",
-        "triton.language",
-        "triton.language.math",
-        "triton.language.extra",
-        "triton.language.extra.libdevice",
-        "triton.language.extra.cuda",
-        "triton.language.extra.cuda.libdevice",
-        "triton.language.extra.hip",
-        "triton.language.extra.hip.libdevice",
-        "torch.utils.checkpoint",
-        "math",
-        "functools",
-        "typing",
-        "__future__",
-        "itertools",
-        "collections",
-        "collections.abc",
-        "random",
-    }
+from drkernel.verify.gate_kernel import CONSTEXPR, KernelRules, literal, mark_chains, object_path
+from drkernel.verify.gate_objects import REAL, path_problem
+from drkernel.verify.gate_policy import (
+    ALLOWED_MODULES,
+    ALLOWED_PRIVATE,
+    ATTR_BUILTINS,
+    DENIED_ATTR_PATTERN,
+    DENIED_ATTRS,
+    DENIED_BUILTINS,
+    DENIED_PREFIXES,
+    DUNDER_DEFS,
+    FRESH_BUILTINS,
+    GLOBAL_CLASSES,
+    JIT_HOST_CALLS,
+    LAUNCH_HOOKS,
+    LIBRARY_KERNEL_NAME,
+    OWN_RECEIVERS,
+    PLAIN_CALLS,
+    REFUSED_NAMES,
+    SAFE_BUILTINS,
+    SCALAR_HOOK_CALLS,
+    SCALAR_HOOK_METHODS,
+    TENSOR_CLASSES,
+    TENSOR_PROTOCOL,
 )
-# Dotted paths (and everything under them) that stay closed although their root module is allowed.
-DENIED_PATHS = (
-    "torch.compile",
-    "torch.jit",
-    "torch.utils",
-    "torch.hub",
-    "torch.library",
-    "torch.load",
-    "torch.save",
-    "torch.multiprocessing",
-    "torch.distributed",
-    "torch.autograd.profiler",
-    "torch.autograd.graph",
-    "torch.package",
-    "torch.export",
-    "torch.fx",
-    "torch.onnx",
-    "torch.testing",
-    "torch.random",
-    "torch.seed",
-    "torch.overrides",
-    "torch.profiler",
-    "torch.classes",
-    "torch.cuda.memory",
-    "torch.cuda.tunable",  # TunableOp reads and writes result files at any path (set_filename, read_file, ...)
-    "torch.cuda.gds",  # cuFile: GdsFile opens any path
-    "torch.cuda.list_gpu_processes",  # every process on the device: the pids of the judge and reference runner
-    "torch.npu.memory",
-    "torch_npu.npu.memory",
-    "torch_npu.utils",
-    "torch_npu.contrib",
-    "torch_npu.dynamo",
-    "torch_npu.distributed",
-    "torch_npu.multiprocessing",
-    "torch_npu.testing",
-    "triton.knobs",
-    "triton.runtime",
-    "triton.compiler",
-    "triton.compile",
-    "triton.testing",
-    "triton.tools",
-    "triton.backends",
-    "triton.profiler",
-    "triton.language.extra.libdevice.inline_asm_elementwise",
-    "torch.serialization",
-    "torch.from_file",
-    "torch.ops.import_module",
-    "torch.ops.load_library",
-    "torch.storage",
-    "torch.UntypedStorage.from_file",
-    "torch.TypedStorage.from_file",
-)
-OPEN_UNDER_DENIED = ("torch.utils.checkpoint.", "torch.utils.checkpoint")  # recomputation only
-# Attribute names closed on any object: streams and graphs (work the harness's events do not see,
-# replayed results), hook and mode machinery, profilers, seeds, native loading, frame objects.
-DENIED_ATTRS = frozenset(
-    {
-        "Stream",
-        "ExternalStream",
-        "StreamContext",
-        "stream",
-        "set_stream",
-        "wait_stream",
-        "CUDAGraph",
-        "graph",
-        "graphs",
-        "make_graphed_callables",
-        "TorchFunctionMode",
-        "TorchDispatchMode",
-        "overrides",
-        "profiler",
-        "record_function",
-        "cpp_extension",
-        "load_inline",
-        "load_library",
-        "knobs",
-        "launch_enter_hook",
-        "launch_exit_hook",
-        "initial_seed",
-        "get_rng_state",
-        "set_rng_state",
-        "manual_seed",
-        "settrace",
-        "setprofile",
-        "f_back",
-        "f_globals",
-        "f_locals",
-        "f_builtins",
-        "f_code",
-        "tb_frame",
-        "tb_next",
-        "gi_frame",
-        "gi_code",
-        "cr_frame",
-        "cr_code",
-        "ag_frame",
-        "ag_code",
-        "inline_asm_elementwise",
-        "get_device_module",
-        "get_type_hints",
-        "get_args",
-        "get_origin",
-        "mro",
-        # files and loaders on any object (`ndarray.tofile`, `Storage.from_file`, `torch.ops.import_module`)
-        "tofile",
-        "fromfile",
-        "from_file",
-        "dump",
-        "dumps",
-        "save",
-        "import_module",
-        "ctypes",
-        # the candidate's device-memory cap (candidate_process) is the harness's to set
-        "set_per_process_memory_fraction",
-    }
-)
-# Private library helpers honest PyTorch code calls (nn.Linear's own init recipe, conv argument helpers).
-ALLOWED_PRIVATE = frozenset(
-    {
-        "torch.nn.init._calculate_fan_in_and_fan_out",
-        "torch.nn.init._calculate_correct_fan",
-        "torch.nn.modules.utils._pair",
-        "torch.nn.modules.utils._single",
-        "torch.nn.modules.utils._triple",
-        "torch.nn.modules.utils._ntuple",
-    }
-)
-# Names of torch/triton submodules: module objects may not travel as values (see _value_context).
-MODULE_NAMES = frozenset(
-    {
-        "torch",
-        "triton",
-        "nn",
-        "functional",
-        "init",
-        "cuda",
-        "npu",
-        "xpu",
-        "mps",
-        "cpu",
-        "backends",
-        "cudnn",
-        "matmul",
-        "mkldnn",
-        "linalg",
-        "fft",
-        "special",
-        "sparse",
-        "autograd",
-        "utils",
-        "checkpoint",
-        "ops",
-        "amp",
-        "library",
-        "overrides",
-        "distributed",
-        "multiprocessing",
-        "jit",
-        "onnx",
-        "fx",
-        "random",
-        "testing",
-        "hub",
-        "profiler",
-        "futures",
-        "masked",
-        "nested",
-        "quantization",
-        "ao",
-        "export",
-        "func",
-        "compiler",
-        "storage",
-        "serialization",
-        "types",
-        "modules",
-        "module",
-        "parameter",
-        "language",
-        "extra",
-        "libdevice",
-        "math",
-        "core",
-        "runtime",
-        "knobs",
-        "tools",
-        "standard",
-        "semantic",
-        "functools",
-        "itertools",
-        "typing",
-        "collections",
-        "aten",
-        "prims",
-        "hip",
-        "nvidia",
-    }
-)
-HOOK_ATTR = re.compile(r"register_.*hook|register_module_")
-# Packages whose submodules an attribute path may reach (the path rules above still apply to them).
-REACHABLE_PACKAGES = ("torch", "triton")
-# Modules a function or class reached through an allowed module may be defined in (measured over every
-# public attribute of the allowed modules). Not here, so rejected: os, sys, _thread, importlib and its
-# frozen loader (`triton.language.extra.module_from_spec`), types (FunctionType builds code), ...
-CALLABLE_HOMES = frozenset(
-    {
-        "torch",
-        "triton",
-        "typing",
-        "typing_extensions",
-        "math",
-        "collections",
-        "_collections",
-        "_collections_abc",
-        "random",
-        "_random",
-        "itertools",
-        "functools",
-        "_functools",
-        "builtins",
-        "abc",
-        "_abc",
-        "reprlib",
-        "weakref",
-        "numbers",
-        "enum",
-        "dataclasses",
-        "operator",
-        "_operator",
-    }
-)
-# Builtins that run code, reach namespaces or files, read/write attributes by name or create classes,
-# however they are reached (a module attribute bound to one of these hides it from the name rules).
-DANGEROUS_BUILTINS = (
-    "eval",
-    "exec",
-    "compile",
-    "open",
-    "globals",
-    "locals",
-    "vars",
-    "breakpoint",
-    "__import__",
-    "__build_class__",
-    "getattr",
-    "setattr",
-    "delattr",
-    "hasattr",
-    "type",
-    "input",
-)
-# Builtins that evaluate code, reach namespaces or files, or read/write attributes by computed name.
-DENIED_BUILTINS = frozenset(
-    {"eval", "exec", "compile", "open", "globals", "locals", "vars", "breakpoint", "__import__", "__build_class__"}
-)
-ATTR_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
-# What Triton's code generator resolves inside a jit body (CodeGenerator.builtin_namespace, Triton 3.x).
-JIT_BUILTINS = frozenset(
-    {"len", "list", "range", "float", "int", "isinstance", "getattr", "hasattr", "print", "min", "max"}
-)
-# Methods of triton.language.tensor and tensor descriptors: the only calls on a local value in a jit body.
-TENSOR_METHODS = frozenset(
-    {
-        "abs",
-        "advance",
-        "argmax",
-        "argmin",
-        "associative_scan",
-        "atomic_add",
-        "atomic_and",
-        "atomic_cas",
-        "atomic_load",
-        "atomic_max",
-        "atomic_min",
-        "atomic_or",
-        "atomic_poll",
-        "atomic_store",
-        "atomic_xchg",
-        "atomic_xor",
-        "broadcast_to",
-        "cast",
-        "cdiv",
-        "ceil",
-        "cos",
-        "cumprod",
-        "cumsum",
-        "erf",
-        "exp",
-        "exp2",
-        "expand_dims",
-        "flip",
-        "floor",
-        "gather",
-        "histogram",
-        "item",
-        "log",
-        "log2",
-        "logical_and",
-        "logical_or",
-        "max",
-        "min",
-        "permute",
-        "ravel",
-        "reduce",
-        "reduce_or",
-        "reshape",
-        "rsqrt",
-        "sigmoid",
-        "sin",
-        "softmax",
-        "sort",
-        "split",
-        "sqrt",
-        "sqrt_rn",
-        "store",
-        "load",
-        "scatter",
-        "sum",
-        "to",
-        "trans",
-        "view",
-        "xor_sum",
-    }
-)
-JIT_HOST_CALLS = frozenset({"triton.cdiv", "triton.next_power_of_2"})
-JIT_SCALAR_MODULES = ("math.",)  # compile-time arithmetic on constexpr scalars (Triton resolves module globals)
-# Kernel names that imitate library kernels as the profiler shows them (cuBLAS/cuDNN/CUTLASS GEMMs,
-# Inductor, NCCL): a candidate kernel so named could claim a library kernel's time by name.
-# Only identifiers can collide exactly; ATen's templated names (`void at::native::...<...>`) cannot.
-LIBRARY_KERNEL_NAME = re.compile(
-    r"^(nvjet_|sm\d+_|ampere_|volta_|turing_|hopper_|blackwell_|cutlass|xmma|"
-    r"triton_(poi|red|per|tem)_|ncclDevKernel)"
-)
-GLOBAL_CLASSES = frozenset(
-    {
-        "torch.Tensor",
-        "torch.nn.Module",
-        "torch.nn.Parameter",
-        "torch.autograd.Function",
-        "torch.nn.modules.Module",
-        "torch.nn.modules.module.Module",
-        "triton.JITFunction",
-        "triton.language.tensor",
-    }
-)
-TENSOR_CLASSES = frozenset({"torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"})
-# Receivers that are the candidate's own module/function objects (private attributes allowed; no rebinding).
-OWN_RECEIVERS = frozenset({"self", "ctx"})
-FRESH_BUILTINS = frozenset({"list", "dict", "set", "tuple", "object", "int", "float", "str", "bool", "range"})
-DUNDER_DEFS = frozenset({"__init__"})  # the only dunder a measured honest corpus defines or calls
 
 
 @dataclass
@@ -452,15 +85,61 @@ def _dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__") and len(name) > 4
 
 
-def _safe_computed_name(node: ast.AST) -> bool:
+JIT_DECORATOR = "triton.runtime.jit.jit"
+BUILTIN_VALUE_TYPES = frozenset(
+    {"tuple", "list", "dict", "set", "frozenset", "int", "float", "complex", "str", "bytes"}
+)
+NOT_IN_HOOKS = (ast.Lambda, ast.NamedExpr, ast.comprehension, ast.Await, ast.Yield, ast.YieldFrom, ast.Starred)
+SCALAR_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.Return, ast.If, ast.Expr, ast.Pass)  # no `+=`: in place on a tensor
+
+
+def _computed_name_problem(node: ast.AST, own_names: set[str] = frozenset()) -> str | None:
     """An f-string or `"lit" + x` whose literal head starts with a letter can never name a dunder or
-    private attribute: `getattr(lstm, f"weight_ih_l{i}")` is how PyTorch code walks numbered layers."""
+    private attribute (`getattr(lstm, f"weight_ih_l{i}")` is how PyTorch code walks numbered layers); the
+    head must also not be the start of a denied name, which the rest could complete ("to" + "file")."""
     head: ast.AST | None = node
     while isinstance(head, ast.BinOp) and isinstance(head.op, ast.Add):
         head = head.left
     if isinstance(head, ast.JoinedStr):
         head = head.values[0] if head.values else None
-    return isinstance(head, ast.Constant) and isinstance(head.value, str) and head.value[:1].isalpha()
+    if not (isinstance(head, ast.Constant) and isinstance(head.value, str) and head.value[:1].isalpha()):
+        return "a computed attribute name without a literal head that starts with a letter"
+    text = head.value
+    for denied in (*DENIED_ATTRS, *DENIED_PREFIXES, *TENSOR_PROTOCOL, *own_names):
+        if denied.startswith(text) or text.startswith(denied) or DENIED_ATTR_PATTERN.match(text):
+            return f"a computed attribute name starting {text!r}, which could spell the denied {denied!r}"
+    return None
+
+
+def _bindings(tree: ast.Module) -> dict[str, int]:
+    """How many places bind each name (any scope): an alias made by assignment must be bound only once."""
+    counts: dict[str, int] = {}
+
+    def add(name: str | None) -> None:
+        if name:
+            counts[name] = counts.get(name, 0) + 1
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            add(node.id)
+        elif isinstance(node, ast.arg):
+            add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                add(a.asname or a.name.partition(".")[0])
+        elif isinstance(node, ast.ExceptHandler):
+            add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                add(name)
+                add(name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)):
+            add(node.name)
+        elif isinstance(node, ast.MatchMapping):
+            add(node.rest)
+    return counts
 
 
 def _import_alias(node: ast.Import | ast.ImportFrom, alias: ast.alias) -> tuple[str, str]:
@@ -486,16 +165,125 @@ class _Scanner(ast.NodeVisitor):
                 self.classes.add(parent.name)
             elif isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 functions.append(parent)
+        mark_chains(tree)
+        self.bindings = _bindings(tree)
+        self.alias_values: set[int] = set()  # the value nodes of those module-level aliases
+        self.assigned_aliases = self._assigned_aliases(tree)
+        self.aliases.update(self.assigned_aliases)
         self.import_aliases = dict(self.aliases)
         self.jit_names = {f.name for f in functions if self._jit_decorated(f)}
+        self.rebound = self._rebound_names(tree)
+        self.constants = self._constants(tree)
         self.fetched = self._fetched_names(tree)
+        self.built = self._built_modules(tree)
+        self.kernel_aliases: set[str] = set()
+        self.kernel_aliases = self._kernel_aliases(tree)
+        self.grid_bindings: dict[str, list[ast.AST]] = {}  # name -> values it is assigned, defs of that name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name not in self.jit_names:
+                self.grid_bindings.setdefault(node.name, []).append(node)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if len(targets) == 1 and isinstance(targets[0], ast.Name):
+                    if isinstance(node.value, (ast.Tuple, ast.List, ast.Call, ast.Lambda)):
+                        self.grid_bindings.setdefault(targets[0].id, []).append(node.value)
         self.violations: list[str] = []
         self.kernels: list[str] = []
         self.type_values: set[str] = set()  # names bound to a type(...) result
         self.ok_nodes: set[int] = set()  # Name/Attribute nodes already judged in their call context
         self.jit_locals: set[str] | None = None  # set while inside a jit body
+        self.kernel_rules = KernelRules(self._resolve, self._flag, self.jit_names, set(self.constants))
 
     # ------------------------------------------------------------------ helpers
+    def _assigned_aliases(self, tree: ast.Module) -> dict[str, str]:
+        """`F = torch.nn.functional` at module level, F bound nowhere else: an import under another name."""
+        found: dict[str, str] = {}
+        for node in tree.body:
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and self.bindings.get(node.targets[0].id) == 1
+            ):
+                path = self._resolve(node.value)
+                if path is not None:
+                    found[node.targets[0].id] = self.aliases[node.targets[0].id] = path
+                    self.alias_values.add(id(node.value))
+        return found
+
+    def _rebound_names(self, tree: ast.Module) -> dict[str, ast.AST]:
+        """Import aliases and jit functions bound by anything else too (an assignment, def, argument, loop...):
+        a kernel body, which Triton runs with the module's globals, would meet the other object at run time."""
+        imports: dict[str, set[str]] = {}
+        counts: dict[str, int] = {}
+        where: dict[str, ast.AST] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) or (isinstance(node, ast.ImportFrom) and node.module):
+                for a in node.names:
+                    name, path = _import_alias(node, a)
+                    imports.setdefault(name, set()).add(path)
+                    counts[name] = counts.get(name, 0) + 1
+                    where.setdefault(name, node)
+        found = {name: where[name] for name, paths in imports.items() if len(paths) > 1}
+        for name in imports:
+            if self.bindings.get(name, 0) > counts[name]:
+                found[name] = where[name]
+        for fn in ast.walk(tree):
+            if isinstance(fn, ast.FunctionDef) and fn.name in self.jit_names and self.bindings.get(fn.name, 0) > 1:
+                found[fn.name] = fn
+        return found
+
+    def _kernel_aliases(self, tree: ast.Module) -> set[str]:
+        """Names bound only to the file's jit functions (`kernel = k2d if big else k3d` spelt as two
+        assignments): launched like the kernels themselves."""
+        made: dict[str, int] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                if self._kernel_ref(node.value) and node.targets[0].id not in self.jit_names:
+                    made[node.targets[0].id] = made.get(node.targets[0].id, 0) + 1
+        return {name for name, n in made.items() if self.bindings.get(name) == n}
+
+    def _built_modules(self, tree: ast.Module) -> set[str]:
+        """Names bound only to a construction of an nn.Module subclass or of the candidate's own class
+        (`lstm = nn.LSTM(...)`): objects it built, whose attributes it may name at run time."""
+        assigns = [
+            (node.targets[0].id, node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        ]
+        built: set[str] = set()
+        while True:  # `lstm = self.lstm` is the candidate's own too: to a fixed point
+            own = OWN_RECEIVERS | {"cls"} | self.classes | built
+            made: dict[str, int] = {}
+            for name, value in assigns:
+                root = value
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                func = value.func if isinstance(value, ast.Call) else None
+                path = self._resolve(func) if func is not None else None
+                if (
+                    (isinstance(func, ast.Name) and func.id in self.classes and func.id not in self.aliases)
+                    or (path is not None and REAL.is_module_class(path))
+                    or (isinstance(value, ast.Attribute) and isinstance(root, ast.Name) and root.id in own)
+                ):
+                    made[name] = made.get(name, 0) + 1
+            found = {name for name, n in made.items() if self.bindings.get(name) == n} - self.aliases.keys()
+            if found <= built:
+                return built
+            built |= found
+
+    def _constants(self, tree: ast.Module) -> dict[str, ast.expr]:
+        """Module-level names bound once to a literal or `tl.constexpr(literal)`: the globals a kernel body
+        may read (the replay rebuilds them and nothing else)."""
+        found = {}
+        for node in tree.body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if len(targets) == 1 and isinstance(targets[0], ast.Name) and self.bindings.get(targets[0].id) == 1:
+                    if constant_value(node.value, self._resolve):
+                        found[targets[0].id] = node.value
+        return found
+
     def _fetched_names(self, tree: ast.Module) -> set[str]:
         """Names bound (anywhere: scopes are not told apart, which only over-approximates) to an object
         the candidate fetched rather than made: a call that is not a class construction, an item, an
@@ -539,10 +327,9 @@ class _Scanner(ast.NodeVisitor):
             func = value.func
             if isinstance(func, ast.Name) and (func.id in self.classes or func.id in FRESH_BUILTINS):
                 return False
-            path = _dotted(func)
-            head = path.partition(".")[0] if path else ""
-            if path and head in self.import_aliases:  # a library class builds a fresh instance
-                return not _REAL.is_class(self.import_aliases[head] + path[len(head) :])
+            path = self._resolve(func)
+            if path is not None:  # a library class builds a fresh instance
+                return not REAL.is_class(path)
             return True
         if isinstance(value, ast.Subscript):
             return True
@@ -568,10 +355,8 @@ class _Scanner(ast.NodeVisitor):
         """Decorated with triton.jit (bare or called), however triton or jit was imported."""
         for deco in fn.decorator_list:
             target = deco.func if isinstance(deco, ast.Call) else deco
-            name = _dotted(target) or ""
-            head, _, rest = name.partition(".")
-            base = self.import_aliases.get(head, head)
-            if (f"{base}.{rest}" if rest else base) == "triton.jit":
+            path = self._resolve(target)
+            if path is not None and (path == "triton.jit" or object_path(path) == JIT_DECORATOR):
                 return True
         return False
 
@@ -580,7 +365,7 @@ class _Scanner(ast.NodeVisitor):
         its names, then by the real objects it reaches."""
         if path in ALLOWED_PRIVATE:
             return
-        problem = _path_problem(path) or _REAL.reach(path)
+        problem = path_problem(path) or REAL.reach(path)
         if problem:
             self._flag(node, problem)
 
@@ -592,7 +377,7 @@ class _Scanner(ast.NodeVisitor):
         elif attr.startswith("_"):
             if not (isinstance(receiver, ast.Name) and receiver.id in OWN_RECEIVERS | {"cls"} | self.classes):
                 self._flag(node, f"private attribute .{attr} of another object")
-        elif attr in DENIED_ATTRS or HOOK_ATTR.match(attr):
+        elif attr in DENIED_ATTRS or DENIED_ATTR_PATTERN.match(attr):
             self._flag(node, f"forbidden attribute .{attr}")
 
     def _attribute(self, node: ast.Attribute, in_call: bool) -> None:
@@ -608,10 +393,11 @@ class _Scanner(ast.NodeVisitor):
             self._check_attr_name(node, node.attr, node.value, in_call)
 
     def _check_store(self, target: ast.AST, node: ast.AST) -> None:
-        """Assignment into an attribute or item of a module, a library class or a type(): monkey-patching.
+        """Assignment into an attribute or item of a module, a library object or a type(): monkey-patching.
 
-        Module and class objects cannot travel into other names (see _check_value), so a store through
-        any other local name lands in an object the candidate created."""
+        Module objects cannot travel into other names (see _value), nor can library classes other than
+        nn.Module subclasses, so a store through any other local name lands in an object the candidate
+        created."""
         if isinstance(target, (ast.Tuple, ast.List)):
             for elt in target.elts:
                 self._check_store(elt, node)
@@ -625,6 +411,8 @@ class _Scanner(ast.NodeVisitor):
             elif target.id in OWN_RECEIVERS and self.jit_locals is None:
                 self._flag(node, f"rebinding {target.id}")
             return
+        if isinstance(target, ast.Attribute) and target.attr in TENSOR_PROTOCOL:
+            self._flag(node, f"assignment to .{target.attr} (Triton's interpreter would take the object for a tensor)")
         if isinstance(target, (ast.Attribute, ast.Subscript)):
             root = _root(target)
             if (
@@ -644,15 +432,42 @@ class _Scanner(ast.NodeVisitor):
             what = self._resolve(target) or ast.unparse(target)
             self._flag(node, f"assignment to {what}, not an object the candidate created (monkey-patching)")
 
+    def _value(self, node: ast.AST, path: str) -> None:
+        """Where the object a path reaches may travel: a module or an unresolvable path nowhere (only as the
+        head of an attribute chain); nn.Module subclasses, functions and plain data anywhere; other library
+        classes and objects only where no rule loses them (see _check_value)."""
+        if id(node) in self.alias_values:
+            return
+        if object_path(path) == JIT_DECORATOR and not self._decorates(node):
+            self._flag(node, f"{path} used other than as the decorator of a def (a kernel the gate never read)")
+        kind = REAL.kind(path)
+        if kind == "module":
+            if not self._callee(node):
+                self._flag(node, f"module {path} used as a value (modules are only named in attribute chains)")
+        elif kind == "class":
+            if path in GLOBAL_CLASSES or not REAL.is_module_class(path):
+                self._check_value(node, f"module or class {path}")
+        elif kind in ("object", "missing"):
+            self._check_value(node, f"library object {path}")
+
+    def _decorates(self, node: ast.AST) -> bool:
+        """`@triton.jit` or `@triton.jit(...)` on a def."""
+        parent = self.parents.get(id(node))
+        if isinstance(parent, ast.Call) and parent.func is node:
+            node, parent = parent, self.parents.get(id(parent))
+        return isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and node in parent.decorator_list
+
+    def _callee(self, node: ast.AST) -> bool:
+        parent = self.parents.get(id(node))
+        return isinstance(parent, ast.Call) and parent.func is node
+
     def _check_value(self, node: ast.AST, what: str) -> None:
-        """A module, a library class or a type() result may be called, subclassed, compared, named in an
-        annotation or aliased by a plain `X = ...`, never carried as a value (in a container, argument,
-        return, default, class attribute), where no static rule could follow it to a monkey-patch."""
+        """A library class or object, or a type() result may be called, subclassed, compared, named in an
+        annotation or aliased by a module-level `X = ...` (X bound once), never carried as a value (in a
+        container, argument, return, default, class attribute), where no static rule could follow it to a
+        monkey-patch."""
         child, parent = node, self.parents.get(id(node))
-        if isinstance(parent, ast.Call) and (
-            parent.func is child
-            or (child in parent.args[:1] and isinstance(parent.func, ast.Name) and parent.func.id in ATTR_BUILTINS)
-        ):
+        if isinstance(parent, ast.Call) and parent.func is child:
             return
         if isinstance(parent, (ast.Compare, ast.ExceptHandler)):
             return
@@ -660,12 +475,6 @@ class _Scanner(ast.NodeVisitor):
             return
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and child in parent.decorator_list:
             return
-        if isinstance(parent, (ast.Assign, ast.NamedExpr, ast.AnnAssign)) and parent.value is child:
-            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-            if all(isinstance(t, ast.Name) for t in targets) and not isinstance(
-                self.parents.get(id(parent)), ast.ClassDef
-            ):
-                return
         if isinstance(parent, ast.Tuple):
             grand = self.parents.get(id(parent))
             if isinstance(grand, ast.ExceptHandler) or (
@@ -692,22 +501,24 @@ class _Scanner(ast.NodeVisitor):
             child, parent = parent, self.parents.get(id(parent))
         self._flag(node, f"{what} used as a value (only called, subclassed, compared or aliased)")
 
-    @staticmethod
-    def _module_or_class(path: str) -> bool:
-        """Modules, and the classes whose patching reaches every tensor or module; other library classes
-        (`norm_layer=nn.LayerNorm`) may be passed around like functions."""
-        return path.rsplit(".", 1)[-1] in MODULE_NAMES or path in GLOBAL_CLASSES
-
     # ------------------------------------------------------------------ imports
+    def visit_Module(self, node: ast.Module) -> None:
+        for name, where in self.rebound.items():
+            self._flag(where, f"{name} is bound more than once (an import or @triton.jit function rebound)")
+        self.generic_visit(node)
+
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        for sub in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+            if isinstance(sub, (ast.Yield, ast.YieldFrom)):
+                self._flag(sub, "yield inside a with block (a context left open past the call)")
+        self.generic_visit(node)
+
+    visit_AsyncWith = visit_With  # type: ignore[assignment]
+
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             if alias.name not in ALLOWED_MODULES:
                 self._flag(node, f"import of {alias.name} (not on the allow-list)")
-            if alias.asname:
-                self.aliases[alias.asname] = alias.name
-            else:
-                head = alias.name.partition(".")[0]
-                self.aliases[head] = head
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
@@ -720,13 +531,20 @@ class _Scanner(ast.NodeVisitor):
                 continue
             if module != "__future__":
                 self._check_path(node, full)
-            self.aliases[alias.asname or alias.name] = full
 
     # ------------------------------------------------------------------ names and attributes
     def visit_Name(self, node: ast.Name) -> None:
+        if (
+            node.id in self.jit_names | self.kernel_aliases
+            and isinstance(node.ctx, ast.Load)
+            and self.jit_locals is None
+        ):
+            self._kernel_value(node)
         if id(node) in self.ok_nodes:
             return
         if node.id in DENIED_BUILTINS:
+            self._flag(node, f"use of {node.id}")
+        elif node.id in REFUSED_NAMES and node.id not in self.bindings:
             self._flag(node, f"use of {node.id}")
         elif node.id in ATTR_BUILTINS:
             self._flag(node, f"{node.id} used other than as a call with a literal attribute name")
@@ -735,23 +553,29 @@ class _Scanner(ast.NodeVisitor):
         elif _dunder(node.id) and not (node.id == "__name__" and isinstance(node.ctx, ast.Load)):
             self._flag(node, f"dunder name {node.id}")
         elif node.id in self.aliases and isinstance(node.ctx, ast.Load):
+            if self.bindings.get(node.id, 0) > 1 and node.id in self.assigned_aliases:
+                self._flag(node, f"{node.id} aliases {self.aliases[node.id]} and is bound elsewhere too")
             self._check_path(node, self.aliases[node.id])
-            if self._module_or_class(self.aliases[node.id]) and not self._chain_prefix(node):
-                self._check_value(node, f"module or class {self.aliases[node.id]}")
+            if not self._chain_prefix(node):
+                self._value(node, self.aliases[node.id])
         elif node.id in self.type_values and isinstance(node.ctx, ast.Load) and not self._chain_prefix(node):
             self._check_value(node, f"type() result {node.id}")
+        elif (
+            isinstance(node.ctx, ast.Load)
+            and node.id not in self.bindings
+            and node.id not in self.aliases
+            and node.id not in SAFE_BUILTINS | {"type", "__name__"}
+        ):
+            self._flag(node, f"name {node.id} is bound nowhere in the candidate and is not a plain builtin")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in self.jit_names and isinstance(node.ctx, ast.Load) and self.jit_locals is None:
+            self._kernel_value(node)
         full = self._resolve(node)
         if id(node) not in self.ok_nodes and not (full is not None and self._chain_prefix(node)):
             self._attribute(node, in_call=False)  # a module path is judged whole, at its longest chain
-        if (
-            full is not None
-            and isinstance(node.ctx, ast.Load)
-            and self._module_or_class(full)
-            and not self._chain_prefix(node)
-        ):
-            self._check_value(node, f"module or class {full}")
+        if full is not None and isinstance(node.ctx, ast.Load) and not self._chain_prefix(node):
+            self._value(node, full)
         self.visit(node.value)
 
     def _chain_prefix(self, node: ast.AST) -> bool:
@@ -760,10 +584,10 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if isinstance(func, ast.Name) and func.id in ATTR_BUILTINS:
+        if isinstance(func, ast.Name) and func.id in ATTR_BUILTINS and func.id not in self.bindings:
             self.ok_nodes.add(id(func))
             self._attr_builtin(node, func.id)
-        elif isinstance(func, ast.Name) and func.id == "type":
+        elif isinstance(func, ast.Name) and func.id == "type" and func.id not in self.bindings:
             self.ok_nodes.add(id(func))
             if len(node.args) != 1 or node.keywords:
                 self._flag(node, "type() with other than one argument (class creation)")
@@ -772,25 +596,175 @@ class _Scanner(ast.NodeVisitor):
         elif isinstance(func, ast.Attribute):
             self.ok_nodes.add(id(func))
             self._attribute(func, in_call=True)
-        if self.jit_locals is not None:
-            self._jit_call(node)
+        path = self._resolve(func)
+        if path is not None and object_path(path) in LAUNCH_HOOKS:
+            self._launch_hooks(node, object_path(path) or "")
+        if path is not None and object_path(path) in PLAIN_CALLS:
+            if len(node.args) > PLAIN_CALLS[object_path(path) or ""] or node.keywords:
+                self._flag(node, f"{path} with attribute names to copy (only its first argument)")
         self.generic_visit(node)
 
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if self._kernel_ref(node.value) and self.jit_locals is None:
+            self._grid(node.slice)
+        self.generic_visit(node)
+
+    def _kernel_ref(self, node: ast.AST) -> bool:
+        """`kernel` or `self.kernel` / `Cls.kernel` for one of the file's jit functions."""
+        return (isinstance(node, ast.Name) and node.id in self.jit_names | self.kernel_aliases) or (
+            isinstance(node, ast.Attribute) and node.attr in self.jit_names
+        )
+
+    def _kernel_value(self, node: ast.Name | ast.Attribute) -> None:
+        """Outside kernel bodies a jit function is only launched, `kernel[grid](...)`: carried anywhere else
+        (another name, an argument, `.run(grid=...)`) its grid could be a function no rule read."""
+        parent = self.parents.get(id(node))
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            return
+        if isinstance(parent, ast.Assign) and parent.value is node:
+            if all(isinstance(t, ast.Name) and t.id in self.kernel_aliases for t in parent.targets):
+                return
+        self._flag(node, f"{ast.unparse(node)} used other than as kernel[grid](...)")
+
+    def _grid(self, grid: ast.AST) -> None:
+        """`kernel[grid]`: a grid function runs inside the launch (inside the kernel's measured time), so it
+        is a scalar lambda or def; a name holding the grid is bound only to those, tuples, lists or calls; a call
+        only of the file's scalar defs that return a tuple or list literal (a call could return a function)."""
+        if isinstance(grid, (ast.Lambda, ast.FunctionDef)):
+            if not self._scalar_lambda(grid):
+                self._flag(grid, "a grid function is not scalar arithmetic on its arguments")
+        elif isinstance(grid, ast.Name):
+            values = self.grid_bindings.get(grid.id)
+            if values is None or len(values) != self.bindings.get(grid.id, 0):
+                self._flag(grid, f"grid {grid.id} is bound to something other than a tuple, list, call or function")
+            else:
+                for value in values:
+                    self._grid(value)
+        elif isinstance(grid, ast.Call):
+            if not self._tuple_factory(grid):
+                self._flag(grid, f"grid {ast.unparse(grid)[:40]} is a call that could return a function")
+        elif not isinstance(grid, (ast.Tuple, ast.List)):
+            self._flag(grid, f"grid {ast.unparse(grid)[:40]} is not a tuple, list, call or function")
+
+    def _tuple_factory(self, call: ast.Call) -> bool:
+        """A call of a name bound only to the file's scalar defs, each returning tuple or list literals."""
+        if not isinstance(call.func, ast.Name) or self._resolve(call.func) is not None:
+            return False
+        defs = self.grid_bindings.get(call.func.id, [])
+        if not defs or len(defs) != self.bindings.get(call.func.id, 0):
+            return False
+        for fn in defs:
+            if not (isinstance(fn, ast.FunctionDef) and self._scalar_lambda(fn)):
+                return False
+            returns = [r for stmt in fn.body for r in ast.walk(stmt) if isinstance(r, ast.Return)]
+            if not returns or not all(isinstance(r.value, (ast.Tuple, ast.List)) for r in returns):
+                return False
+        return True
+
+    def _launch_hooks(self, node: ast.Call, which: str) -> None:
+        """autotune/Config/heuristics: the functions Triton calls at launch are scalar lambdas (see policy)."""
+        positional, keywords = LAUNCH_HOOKS[which]
+        if len(node.args) > positional or any(isinstance(a, ast.Starred) for a in node.args):
+            self._flag(node, f"{which} with more than {positional} positional arguments")
+        hooks = [k.value for k in node.keywords if k.arg in keywords or k.arg is None]
+        if which.endswith("heuristics"):
+            values = node.args[0] if node.args else None
+            if not isinstance(values, ast.Dict) or None in values.keys:
+                self._flag(node, "triton.heuristics without a literal dict of lambdas")
+            else:
+                hooks += values.values
+        for hook in hooks:
+            if isinstance(hook, ast.Dict) and None not in hook.keys:  # prune_configs_by={'perf_model': ...}
+                hooks += hook.values
+            elif not self._scalar_lambda(hook):
+                self._flag(
+                    hook,
+                    f"a function Triton calls at launch ({ast.unparse(hook)[:60]}) is not a lambda "
+                    "of scalar arithmetic on its arguments",
+                )
+
+    def _scalar_lambda(self, node: ast.AST) -> bool:
+        """A lambda (or a def of plain assignments, ifs and returns) that reads what it likes but calls only
+        min/max/int/..., math, triton.cdiv/next_power_of_2 and a tensor's size methods: it can compute launch
+        parameters, not run (or write) a tensor operation."""
+        if not isinstance(node, (ast.Lambda, ast.FunctionDef)) or node.args.defaults or node.args.kw_defaults:
+            return False
+        if isinstance(node, ast.FunctionDef):
+            if node.decorator_list or node.returns:
+                return False
+            statements = [s for stmt in node.body for s in ast.walk(stmt) if isinstance(s, ast.stmt)]
+            if not all(isinstance(s, SCALAR_STATEMENTS) for s in statements):
+                return False
+            for s in statements:  # assignments bind names only: no store into a tensor or object
+                targets = s.targets if isinstance(s, ast.Assign) else [getattr(s, "target", None)]
+                for t in targets:
+                    if any(
+                        isinstance(n, (ast.Attribute, ast.Subscript, ast.Starred)) for n in ast.walk(t or ast.Pass())
+                    ):
+                        return False
+            body: ast.AST = ast.Module(body=node.body, type_ignores=[])
+        else:
+            body = node.body
+        for sub in ast.walk(body):
+            if isinstance(sub, ast.Call):
+                func, path = sub.func, self._resolve(sub.func)
+                if path is not None:
+                    if not (path in JIT_HOST_CALLS or path.startswith("math.")):
+                        return False
+                elif isinstance(func, ast.Name):
+                    if func.id not in SCALAR_HOOK_CALLS or func.id in self.bindings:
+                        return False
+                elif not (isinstance(func, ast.Attribute) and func.attr in SCALAR_HOOK_METHODS):
+                    return False
+            elif isinstance(sub, (ast.MatMult, *NOT_IN_HOOKS)):
+                return False
+        return True
+
+    def _own_receiver(self, node: ast.AST) -> bool:
+        """self, cls, ctx, the candidate's classes, the modules it built, and attribute chains hanging off
+        them (`self.lstm`)."""
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id in OWN_RECEIVERS | {"cls"} | self.classes | self.built
+
     def _attr_builtin(self, node: ast.Call, builtin: str) -> None:
-        """getattr & co.: a literal name is judged as the attribute it names; a computed one only on self."""
+        """getattr & co.: a literal name is judged as the attribute it names; a computed one only on the
+        candidate's own objects, with a head that cannot spell a private or denied name."""
         if len(node.args) < 2:
             self._flag(node, f"{builtin} without an attribute name")
             return
         obj, name = node.args[0], node.args[1]
         if isinstance(name, ast.Constant) and isinstance(name.value, str):
+            if name.value in self.jit_names | self.kernel_aliases:
+                self._flag(node, f"{builtin} of the kernel {name.value} by name (a kernel is only launched)")
             synthetic = ast.copy_location(ast.Attribute(value=obj, attr=name.value, ctx=ast.Load()), node)
             self._attribute(synthetic, in_call=False)
+            path = self._resolve(obj)
+            if path is not None:
+                self.ok_nodes.add(id(obj))
+                self._check_path(node, path)
+                if builtin == "getattr":
+                    self._value(node, f"{path}.{name.value}")
             if builtin in {"setattr", "delattr"}:
                 self._check_store(
                     ast.copy_location(ast.Attribute(value=obj, attr=name.value, ctx=ast.Store()), node), node
                 )
-        elif self._resolve(obj) is not None or not _safe_computed_name(name):
-            self._flag(node, f"{builtin} with a computed attribute name")
+            return
+        if self._resolve(obj) is not None or not self._own_receiver(obj):
+            self._flag(node, f"{builtin} with a computed attribute name on other than the candidate's own objects")
+            return
+        problem = _computed_name_problem(name, self.jit_names | self.kernel_aliases)  # no kernel reached by name
+        if problem:
+            self._flag(node, f"{builtin} with {problem}")
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        """A dunder name as a string ("__globals__", "__builtins__") is only ever a key or attribute name handed to
+        something that looks it up (a dict of globals, attrgetter): no honest kernel spells one."""
+        text = node.value
+        if isinstance(text, str) and _dunder(text) and text.isidentifier() and text != "__main__":
+            self._flag(node, f"the string {text!r} (a dunder name)")
+        elif isinstance(text, str) and text in TENSOR_PROTOCOL:  # add_module("data_ptr", m), {"data_ptr": ...}
+            self._flag(node, f"the string {text!r} (what Triton's interpreter takes an object for a tensor by)")
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
         for attr in node.kwd_attrs:  # `case C(__dict__=d)` reads the attribute by name
@@ -801,13 +775,13 @@ class _Scanner(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         for t in node.targets:
             self._check_store(t, node)
-        self._track_binding(node.targets, node.value)
+        self._track_type(node.targets, node.value)
         self.generic_visit(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self._check_store(node.target, node)
         if node.value is not None:
-            self._track_binding([node.target], node.value)
+            self._track_type([node.target], node.value)
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
@@ -821,47 +795,77 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
         self._check_store(node.target, node)
-        self._track_binding([node.target], node.value)
+        self._track_type([node.target], node.value)
         self.generic_visit(node)
 
-    def _track_binding(self, targets: list[ast.AST], value: ast.AST) -> None:
-        """`T = torch.Tensor` makes T a module path (checked as such), `t = type(x)` a class; any other
-        binding of the name drops both."""
-        path = self._resolve(value)
+    def _track_type(self, targets: list[ast.AST], value: ast.AST) -> None:
+        """`t = type(x)` makes t a class (checked as such); any other binding of the name drops it."""
         is_type = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "type"
         for t in targets:
-            if not isinstance(t, ast.Name):
-                continue
-            self.aliases.pop(t.id, None)
-            self.type_values.discard(t.id)
-            if path is not None:
-                self.aliases[t.id] = path
-            elif is_type:
-                self.type_values.add(t.id)
+            if isinstance(t, ast.Name):
+                self.type_values.discard(t.id)
+                if is_type:
+                    self.type_values.add(t.id)
 
     # ------------------------------------------------------------------ definitions
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         if _dunder(node.name):
             self._flag(node, f"class named {node.name}")
         for base in node.bases:
-            if (self._resolve(base) or "") in TENSOR_CLASSES:
+            path = self._resolve(base) or ""
+            if path in TENSOR_CLASSES or (path and REAL.is_tensor_class(path)):
                 self._flag(node, f"class {node.name} subclasses torch.Tensor")
+            builtin = isinstance(base, ast.Name) and base.id in BUILTIN_VALUE_TYPES and base.id not in self.bindings
+            if builtin or (path and REAL.is_builtin_value_class(path)):
+                # Triton's interpreter rebuilds tuple arguments with type(arg)(...): the subclass's __init__ would
+                # run inside the launch (red team F7c); the same for any value type it might convert
+                self._flag(node, f"class {node.name} subclasses a builtin value type ({ast.unparse(base)})")
+        for stmt in node.body:  # `data_ptr = ...` / `data_ptr: int` in a class body
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id in TENSOR_PROTOCOL:
+                    self._flag(stmt, f"class {node.name} binds {t.id} (what Triton takes a tensor by)")
         for kw in node.keywords:
             self._flag(node, f"class keyword {kw.arg}= (metaclass machinery)")
         self.generic_visit(node)
 
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs:
+            if a.arg in OWN_RECEIVERS | {"cls"}:
+                self._flag(node, f"lambda parameter {a.arg} (the candidate's own objects come only into methods)")
+        self.generic_visit(node)
+
+    def _receiver_params(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """`self`, `cls` and `ctx` are the candidate's own objects only as the first parameter of a method of its
+        own class: any other parameter so named could be handed a library object (red team N1)."""
+        params = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+        if node.args.vararg:
+            params.append(node.args.vararg)
+        if node.args.kwarg:
+            params.append(node.args.kwarg)
+        method = isinstance(self.parents.get(id(node)), ast.ClassDef)
+        for i, a in enumerate(params):
+            if a.arg in OWN_RECEIVERS | {"cls"} and not (
+                method and i == 0 and a in node.args.posonlyargs + node.args.args
+            ):
+                self._flag(a, f"parameter {a.arg} of {node.name} is not the first parameter of a method")
+
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self._receiver_params(node)
         if _dunder(node.name) and node.name not in DUNDER_DEFS:
             self._flag(node, f"defines {node.name}")
-        if node.name not in self.jit_names or self.jit_locals is not None:
+        if node.name in TENSOR_PROTOCOL:
+            self._flag(node, f"defines {node.name} (Triton's interpreter would take the object for a tensor)")
+        if node.name not in self.jit_names or self.jit_locals is not None or not self._jit_decorated(node):
             self.generic_visit(node)
             return
         self.kernels.append(node.name)
         if LIBRARY_KERNEL_NAME.match(node.name):
             self._flag(node, f"kernel name {node.name} imitates a library kernel name")
+        self.kernel_rules.check(node)
         for deco in node.decorator_list:
             self.visit(deco)
-        self.jit_locals = self._locals_of(node)
+        self.jit_locals = self.kernel_rules.locals
         try:
             for stmt in node.body:
                 self.visit(stmt)
@@ -871,166 +875,15 @@ class _Scanner(ast.NodeVisitor):
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
-    def visit_Lambda(self, node: ast.Lambda) -> None:
-        if self.jit_locals is not None:
-            self._flag(node, "lambda inside a @triton.jit body")
-        self.generic_visit(node)
 
-    @staticmethod
-    def _locals_of(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-        names = {a.arg for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
-        for sub in ast.walk(fn):
-            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-                names.add(sub.id)
-        return names
-
-    def _jit_call(self, node: ast.Call) -> None:
-        """Inside a jit body: Triton ops, Triton's builtins, other jit functions, tensor methods on locals."""
-        assert self.jit_locals is not None
-        func = node.func
-        path = self._resolve(func)
-        if path is not None:
-            if not (path.startswith(("triton.language.", *JIT_SCALAR_MODULES)) or path in JIT_HOST_CALLS):
-                self._flag(node, f"call to {path} inside a @triton.jit body (only triton.language operations)")
-            return
-        if isinstance(func, ast.Name):
-            if func.id in self.jit_names or (func.id in JIT_BUILTINS and func.id not in self.jit_locals):
-                return
-            self._flag(node, f"call to {func.id} inside a @triton.jit body (not a jit function or Triton builtin)")
-            return
-        if isinstance(func, ast.Attribute):
-            receiver = _root(func.value)
-            if isinstance(receiver, ast.Name) and receiver.id not in self.jit_locals and receiver is func.value:
-                self._flag(node, f"call to {ast.unparse(func)} inside a @triton.jit body (a global object's method)")
-            elif func.attr not in TENSOR_METHODS:
-                self._flag(node, f"call to .{func.attr}() inside a @triton.jit body (not a Triton tensor method)")
-            return
-        self._flag(node, f"call to {ast.unparse(func)} inside a @triton.jit body")
-
-
-def _path_problem(path: str) -> str | None:
-    """The name rules for a dotted path: private and denied names, denied paths."""
-    for part in path.split(".")[1:]:
-        if part.startswith("_"):
-            return f"private or dunder name {path}"
-        if part in DENIED_ATTRS or HOOK_ATTR.match(part):
-            return f"forbidden API {path}"
-    if path.startswith(OPEN_UNDER_DENIED):
-        return None
-    for denied in DENIED_PATHS:
-        if path == denied or path.startswith(denied + "."):
-            return f"forbidden API {path}"
-    return None
-
-
-class _RealObjects:
-    """The allowed modules as loaded objects, to follow attribute paths to what they really reach.
-
-    Attributes are read with inspect.getattr_static: no module `__getattr__`, descriptor or property
-    of a library runs for a candidate's path, and a lazily loaded name the walk cannot see leaves the
-    name rules to judge it. Built once per process, on first use (importing torch takes seconds)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._roots: dict[str, Any] | None = None
-        self._denied: dict[int, str] = {}
-        self._keep: list[Any] = []  # holds the denied objects, so their ids stay theirs
-        self._seen: dict[str, str | None] = {}
-
-    def _load(self) -> dict[str, Any]:
-        with self._lock:
-            if self._roots is None:
-                for name in sorted(ALLOWED_MODULES - {"__future__"}):
-                    try:
-                        importlib.import_module(name)
-                    except Exception:  # e.g. torch.npu without torch_npu: names judge it
-                        continue
-                roots = {n.partition(".")[0] for n in ALLOWED_MODULES - {"__future__"}}
-                found = {n: sys.modules[n] for n in roots if n in sys.modules}
-                for name in DANGEROUS_BUILTINS:
-                    self._deny(builtins.__dict__.get(name), f"builtin {name}")
-                for path in DENIED_PATHS:
-                    self._deny(self._static(found, path), f"forbidden API {path}")
-                self._roots = found
-            return self._roots
-
-    def _deny(self, obj: Any, what: str) -> None:
-        if obj is not None and not isinstance(obj, types.ModuleType) and (callable(obj) or isinstance(obj, type)):
-            self._keep.append(obj)
-            self._denied.setdefault(id(obj), what)
-
-    @staticmethod
-    def _static(roots: dict[str, Any], path: str) -> Any:
-        head, *rest = path.split(".")
-        obj = roots.get(head)
-        try:
-            for part in rest:
-                obj = _unwrap(inspect.getattr_static(obj, part))
-        except Exception:  # not there in this install
-            return None
-        return obj
-
-    def is_class(self, path: str) -> bool:
-        return isinstance(self._static(self._load(), path), type)
-
-    def reach(self, path: str) -> str | None:
-        """What is wrong with the first thing `path` reaches, if anything (memoised: kernels repeat paths)."""
-        if path not in self._seen:
-            if len(self._seen) > 100_000:
-                self._seen.clear()
-            self._seen[path] = self._walk(path)
-        return self._seen[path]
-
-    def _walk(self, path: str) -> str | None:
-        roots = self._load()
-        head, *rest = path.split(".")
-        obj = roots.get(head)
-        if obj is None:
-            return None
-        real = head
-        for i, part in enumerate(rest, 2):
-            here = ".".join(path.split(".")[:i])
-            try:
-                obj = _unwrap(inspect.getattr_static(obj, part))
-            except Exception:  # absent, or only a hook could produce it
-                return self._unloaded_submodule(obj, part, here)
-            real = obj.__name__ if isinstance(obj, types.ModuleType) else f"{real}.{part}"
-            problem = self._object_problem(obj, here)
-            if problem:
-                return problem
-        return _path_problem(real) if real != path else None
-
-    def _unloaded_submodule(self, obj: Any, part: str, here: str) -> str | None:
-        """A submodule not imported here yet (it may be in the candidate's process): judged by its name."""
-        if not (isinstance(obj, types.ModuleType) and isinstance(obj.__dict__.get("__path__"), (list, tuple))):
-            return None
-        name = f"{obj.__name__}.{part}"
-        try:
-            spec = importlib.util.find_spec(name)
-        except Exception:  # not a submodule
-            return None
-        if spec is None:
-            return None
-        return _module_problem(name, here) or _path_problem(name)
-
-    def _object_problem(self, obj: Any, here: str) -> str | None:
-        if isinstance(obj, types.ModuleType):
-            name = obj.__name__ if isinstance(obj.__name__, str) else "?"
-            problem = _module_problem(name, here)
-            if problem is None and not any(o.startswith(name + ".") for o in OPEN_UNDER_DENIED):
-                problem = _path_problem(name)
-            return problem
-        denied = self._denied.get(id(obj))
-        if denied is not None:
-            return f"{here} is {denied}"
-        if callable(obj) or isinstance(obj, type):
-            try:
-                home = obj.__module__
-            except Exception:  # no home to judge
-                return None
-            if isinstance(home, str) and home.partition(".")[0] not in CALLABLE_HOMES:
-                return f"{here} is defined in {home} (not on the allow-list)"
-        return None
+def constant_value(node: ast.AST, resolve: Callable[[ast.AST], str | None]) -> bool:
+    """A literal, or `tl.constexpr(literal)`: a module constant a kernel body may read."""
+    if literal(node):
+        return True
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and literal(node.args[0]):
+        path = resolve(node.func)
+        return path is not None and object_path(path) == CONSTEXPR
+    return False
 
 
 def _bound_names(target: ast.AST) -> list[str]:
@@ -1044,17 +897,26 @@ def _bound_names(target: ast.AST) -> list[str]:
     return []
 
 
-def _unwrap(obj: Any) -> Any:
-    return obj.__func__ if isinstance(obj, (staticmethod, classmethod)) else obj
+@dataclass
+class KernelParts:
+    """What the replay rebuilds of a gated candidate: its jit functions (wherever defined; each name is bound
+    once), the import aliases their bodies may use (name -> dotted path) and the literal constants they may
+    read (name -> node)."""
+
+    functions: list[ast.FunctionDef]
+    aliases: dict[str, str]
+    constants: dict[str, ast.expr]
 
 
-def _module_problem(name: str, here: str) -> str | None:
-    if name in ALLOWED_MODULES or name.partition(".")[0] in REACHABLE_PACKAGES:
-        return None
-    return f"{here} is the module {name} (not on the allow-list)"
-
-
-_REAL = _RealObjects()
+def kernel_parts(source: str) -> KernelParts:
+    """Gate `source` and hand back its kernel parts; ValueError if the gate refuses it."""
+    result = check_source(source)
+    if not result.passed:
+        raise ValueError(result.message)
+    tree = ast.parse(source)
+    scanner = _Scanner(tree)
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and scanner._jit_decorated(n)]
+    return KernelParts(functions, dict(scanner.aliases), dict(scanner.constants))
 
 
 def _line_of(violation: str) -> int:

@@ -13,14 +13,16 @@ data-dependent literals and lies about buffers all make the replay wrong.
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
+import builtins
 import contextlib
 import hashlib
 import math
 import os
 import re
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import torch
@@ -30,12 +32,15 @@ from drkernel.config.verifier import VerifyOptions
 from drkernel.perfmodel import LaunchCount, ModelledTime, get_profile, model_time
 from drkernel.perfmodel.aten_count import AtenCounter
 from drkernel.perfmodel.triton_count import OutsideBuffers, Race, TritonCounter, Unsupported
-from drkernel.verify import gpu_dot, problem, protocol, tensors
+from drkernel.verify import gate, gpu_dot, problem, protocol, tensors
 from drkernel.verify.child_spec import ChildSpec
-from drkernel.verify.gate import check_source
+from drkernel.verify.gate_kernel import jit_object_problem
+from drkernel.verify.gate_objects import MISSING, REAL
+from drkernel.verify.gate_policy import JIT_BUILTINS, JIT_MODULES
 from drkernel.verify.selections import SelectionCapture
 
 MAX_PROGRAMS = 1 << 20  # programs of one replayed launch
+CONSTEXPR_VALUES = (bool, int, float, str, type(None), torch.dtype)  # what a launch may hand a tl.constexpr
 # Not replayed as aten events: files and process state, and anything that hands out uninitialised memory
 # (a block the reference's outputs were freed from could hold the answer): allocations come as "alloc"
 # events, which fill the buffer first.
@@ -174,52 +179,78 @@ class ReplayFailed(Exception):
 
 
 # -- rebuilding the kernels ------------------------------------------------------------------------------
-def _is_jit(deco: ast.expr) -> bool:
-    target = deco.func if isinstance(deco, ast.Call) else deco
-    return ast.unparse(target) in ("triton.jit", "jit", "tl.jit")
-
-
-def _constant(node: ast.expr) -> bool:
-    if isinstance(node, ast.Constant):
-        return True
-    if isinstance(node, ast.UnaryOp):
-        return _constant(node.operand)
-    if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("constexpr"):
-        return all(_constant(a) for a in node.args) and not node.keywords
-    return False
-
-
 def rebuild_source(source: str) -> tuple[str, list[str]]:
-    """The candidate module reduced to its imports, literal constants and @triton.jit functions (other
-    decorators such as autotune dropped: the trace names the constexprs each launch used)."""
-    tree = ast.parse(source)
+    """The candidate's module-level @triton.jit functions, and nothing else: no decorator (autotune and
+    heuristics run only in the candidate's process: the trace names the constexprs each launch used), no
+    annotation but `tl.constexpr`, written `constexpr` (under postponed evaluation, as Triton's interpreter
+    compiles it too, an annotation is only text: nothing evaluates it), only literal defaults (the gate
+    refuses others). Imports and constants are not rebuilt from text: load_kernels binds them."""
+    text, constexprs = _rebuild(gate.kernel_parts(source))
+    return text, list(constexprs)
+
+
+def _rebuild(parts: gate.KernelParts) -> tuple[str, dict[str, list[str]]]:
+    """The text, and each function's constexpr parameters."""
     body: list[ast.stmt] = []
-    kernels: list[str] = []
-    for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            body.append(node)
-        elif (
-            isinstance(node, ast.Assign)
-            and all(isinstance(t, ast.Name) for t in node.targets)
-            and _constant(node.value)
-        ):
-            body.append(node)
-        elif isinstance(node, ast.FunctionDef) and any(_is_jit(d) for d in node.decorator_list):
-            node.decorator_list = [d for d in node.decorator_list if _is_jit(d)]
-            body.append(node)
-            kernels.append(node.name)
-    return ast.unparse(ast.Module(body=body, type_ignores=[])) + "\n", kernels
+    constexprs: dict[str, list[str]] = {}
+    for fn in parts.functions:
+        args = fn.args
+        constexprs[fn.name] = []
+        for a in args.posonlyargs + args.args + args.kwonlyargs:
+            if a.annotation is not None:  # the gate let through only tl.constexpr
+                constexprs[fn.name].append(a.arg)
+                a.annotation = ast.Name("constexpr", ast.Load())
+        body.append(ast.FunctionDef(name=fn.name, args=args, body=fn.body, decorator_list=[], returns=None))
+    text = ast.unparse(ast.fix_missing_locations(ast.Module(body=body, type_ignores=[])))
+    return text + "\n", constexprs
 
 
-def load_kernels(source: str, workdir: str) -> tuple[ModuleType, set[str]]:
-    text, kernels = rebuild_source(source)
-    gate = check_source(text, require_triton=True)
-    if not gate.passed:
-        raise ReplayFailed(f"the rebuilt kernels do not pass the gate: {gate.message}")
+def _namespace(parts: gate.KernelParts) -> dict[str, Any]:
+    """The globals the rebuilt kernels run with, all made here: Triton's builtins only, the candidate's
+    aliases of triton.language/math (its `triton` alias reduced to cdiv/next_power_of_2 and the language)
+    and its literal constants. Nothing of the candidate's is evaluated to make it."""
+    import triton
+    import triton.language as tl
+
+    names: dict[str, Any] = {"__builtins__": {n: getattr(builtins, n) for n in JIT_BUILTINS}}
+    for name, path in parts.aliases.items():
+        if path == "triton":
+            names[name] = SimpleNamespace(cdiv=triton.cdiv, next_power_of_2=triton.next_power_of_2, language=tl)
+            continue
+        obj = REAL.get(path)
+        if isinstance(obj, ModuleType) and obj.__name__ in JIT_MODULES:
+            names[name] = obj
+        elif obj is not MISSING and not isinstance(obj, ModuleType) and jit_object_problem(path) is None:
+            names[name] = obj
+    for name, node in parts.constants.items():
+        if isinstance(node, ast.Call):  # tl.constexpr(literal), as the gate allows
+            names[name] = tl.constexpr(ast.literal_eval(node.args[0]))
+        else:
+            names[name] = ast.literal_eval(node)
+    return names
+
+
+def load_kernels(source: str, workdir: str) -> tuple[ModuleType, dict[str, frozenset[str]]]:
+    """The rebuilt kernels as a module of interpreter-run jit functions (re-gated here: the replay trusts
+    no earlier check). Only `def` statements with literal defaults execute, in a namespace made above.
+    Returns the module and each kernel's tl.constexpr parameters."""
+    import triton
+
+    try:
+        parts = gate.kernel_parts(source)
+        text, constexprs = _rebuild(parts)
+    except ValueError as err:
+        raise ReplayFailed(f"the candidate does not pass the gate: {err}") from err
     path = os.path.join(workdir, "kernels.py")
     with open(path, "w") as f:
         f.write(text)
-    return problem.import_file(path, "replayed_kernels"), set(kernels)
+    module = ModuleType("replayed_kernels")
+    module.__file__ = path
+    module.__dict__.update(_namespace(parts))
+    exec(compile(text, path, "exec", flags=__future__.annotations.compiler_flag, dont_inherit=True), module.__dict__)
+    for name in constexprs:
+        module.__dict__[name] = triton.jit(module.__dict__[name])
+    return module, {name: frozenset(params) for name, params in constexprs.items()}
 
 
 # -- the replay ----------------------------------------------------------------------------------------
@@ -231,7 +262,7 @@ class Replay:
         committed: list[str],
         inputs: list[Any],
         kernels: ModuleType,
-        kernel_names: set[str],
+        kernel_names: dict[str, frozenset[str]],
         sector_bytes: int = 32,
     ) -> None:
         self.trace, self.kernels, self.kernel_names = trace, kernels, kernel_names
@@ -368,6 +399,18 @@ class Replay:
             if unknown:
                 raise ReplayFailed(f"{name} has no parameters {sorted(unknown)[:3]}")
             args = {k: self.value(v) for k, v in e["args"].items()}
+            for param, value in sorted(args.items()):
+                if isinstance(value, list) and any(isinstance(x, torch.Tensor) for x in tree_flatten(value)[0]):
+                    raise ReplayFailed(
+                        f"{name}'s {param} is a list holding tensors: a kernel gets tensors as plain pointer "
+                        "arguments (the interpreter hands a list over as Python objects)"
+                    )
+            for param in sorted(self.kernel_names[name] & set(args)):
+                if not isinstance(args[param], CONSTEXPR_VALUES):
+                    raise ReplayFailed(
+                        f"{name}'s tl.constexpr {param} is handed a {type(args[param]).__name__}: a constexpr is a "
+                        "number, bool, string or dtype (the interpreter would run tensor operators on it as Python)"
+                    )
             with self.triton:
                 kernel[tuple(e["grid"])](**args)
             self.counts.extend(self.triton.launches)

@@ -1,5 +1,6 @@
 """The static gate: its allow-list rejects each attack class and lets every honest kernel through."""
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,9 @@ from drkernel.verify.gate import check_source
 
 ROOT = Path(__file__).resolve().parents[2]
 CANDIDATES = Path(__file__).parent / "candidates"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from tutorial_kernels import TUTORIALS  # noqa: E402
 
 KERNEL = """
 import torch
@@ -38,8 +42,8 @@ GATE_FILES = {
     "global_hook": "register_module_forward_pre_hook",
     "import_builtins_module": "import of builtins",
     "inspect_frames": "import of inspect",
-    "jit_calls_python": "call to helper inside a @triton.jit body",
-    "jit_calls_torch": "call to torch.relu inside a @triton.jit body",
+    "jit_calls_python": "helper inside a @triton.jit body",
+    "jit_calls_torch": "torch.relu inside a @triton.jit body",
     "kernel_name_spoof": "imitates a library kernel name",
     "patch_setattr": "assignment to torch.allclose",
     "patch_tensor": "assignment to torch.Tensor.fast_path",
@@ -52,8 +56,10 @@ GATE_FILES = {
 
 
 def honest_sources() -> dict[str, str]:
-    """Shipped solutions, the benchmark's Triton candidates, the honest test candidates, the examples."""
+    """Shipped solutions, the benchmark's Triton candidates, the honest test candidates, the examples, our kernels
+    shaped like Triton's tutorials."""
     found = {f"{t.name}/{label}": src for t in load_tasks() for label, src in t.solutions.items()}
+    found.update({f"tutorial/{name}": candidate for name, (_, candidate) in TUTORIALS.items()})
     for pattern in (
         "benchmarks/candidates/*_triton.py",
         "tests/verify/candidates/honest_*.py",
@@ -87,7 +93,7 @@ def test_honest_corpus_passes(name: str):
 
 
 def test_honest_corpus_is_the_measured_one():
-    assert len(HONEST) >= 106 + 3 + 3 + 1
+    assert len(HONEST) >= 106 + 3 + 3 + 1 + 6
 
 
 def test_honest_source_passes_and_names_its_kernels():
@@ -184,8 +190,8 @@ def test_no_triton_kernel_rejected_only_when_required():
         ("from torch.utils.cpp_extension import load_inline", "torch.utils.cpp_extension"),
         ("m = torch.get_device_module()", "get_device_module"),
         # module and global-class objects may not travel into names no rule follows
-        ("mods = [torch]\nmods[0].allclose = None", "module or class torch used as a value"),
-        ("def f(m=torch.cuda):\n    m.synchronize = None", "module or class torch.cuda used as a value"),
+        ("mods = [torch]\nmods[0].allclose = None", "module torch used as a value"),
+        ("def f(m=torch.cuda):\n    m.synchronize = None", "module torch.cuda used as a value"),
         ("def f():\n    return torch.Tensor", "module or class torch.Tensor used as a value"),
         ("class A:\n    t = torch.Tensor", "module or class torch.Tensor used as a value"),
         ("def g(c):\n    c.add = None\ng(torch.Tensor)", "module or class torch.Tensor used as a value"),
@@ -247,11 +253,11 @@ def test_triton_operations_in_jit_bodies_pass(line: str):
 @pytest.mark.parametrize(
     "line, needle",
     [
-        ("x = torch.exp(x)", "call to torch.exp inside a @triton.jit body"),
-        ("x = x * F.relu(x)", "call to torch.nn.functional.relu inside a @triton.jit body"),
+        ("x = torch.exp(x)", "torch.exp inside a @triton.jit body"),
+        ("x = x * F.relu(x)", "torch.nn.functional.relu inside a @triton.jit body"),
         ("x = abs(x)", "call to abs inside a @triton.jit body"),
-        ("x = x.numpy()", "call to .numpy() inside a @triton.jit body"),
-        ("x = n.bit_length()", "call to .bit_length() inside a @triton.jit body"),
+        ("x = x.numpy()", ".numpy inside a @triton.jit body"),
+        ("x = n.bit_length()", ".bit_length inside a @triton.jit body"),
         ("x = (lambda v: v)(x)", "lambda inside a @triton.jit body"),
         ("x = print.__call__(x)", "dunder attribute .__call__"),
         ("x = triton.runtime.driver.active.get_current_stream()", "triton.runtime"),
@@ -265,7 +271,7 @@ def test_non_triton_calls_in_jit_bodies_are_forbidden(line: str, needle: str):
 def test_jit_body_may_not_call_a_global_object():
     src = JIT_BODY.replace("BODY", "x = TABLE.to(x)").replace("import math\n", "import math\nTABLE = object()\n")
     result = check_source(src)
-    assert result.kind == "forbidden" and "a global object's method" in result.message
+    assert result.kind == "forbidden" and "name TABLE inside a @triton.jit body" in result.message
 
 
 @pytest.mark.parametrize(
@@ -328,10 +334,10 @@ def test_violations_are_listed_by_line():
         ("import triton.language as tl\nf = tl.extra.module_from_spec", "defined in _frozen_importlib"),
         ("import functools\nlock = functools.RLock()", "defined in _thread"),
         # Aliases of denied paths: the real module or object is denied, whatever the path's text says.
-        ("import torch.nn.functional as F\ns = F.torch.jit.script", "forbidden API torch.jit"),
+        ("import torch.nn.functional as F\ns = F.torch.jit.script", "torch.jit"),
         ("import torch.nn.functional as F\nx = F.torch.load('w.pt')", "is forbidden API torch.load"),
-        ("import torch.nn.functional as F\nh = F.torch.utils.hooks", "forbidden API torch.utils.hooks"),
-        ("import torch.nn.functional as F\nF.torch.cuda.memory.empty_cache()", "forbidden API torch.cuda.memory"),
+        ("import torch.nn.functional as F\nh = F.torch.utils.hooks", "torch.utils.hooks"),
+        ("import torch.nn.functional as F\nF.torch.cuda.memory.empty_cache()", "torch.cuda.memory"),
     ],
 )
 def test_paths_are_walked_over_the_real_objects(snippet: str, needle: str):

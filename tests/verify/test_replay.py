@@ -9,12 +9,13 @@ import copy
 from pathlib import Path
 
 import pytest
+import triton.language as tl
 
 import drkernel.verify.interpreter_env  # noqa: F401  (before triton)
 from drkernel.config.verifier import VerifyOptions
 from drkernel.verify import protocol
 from drkernel.verify.gate import check_source
-from drkernel.verify.replay import model_candidate, rebuild_source, trace_locally
+from drkernel.verify.replay import ReplayFailed, load_kernels, model_candidate, rebuild_source, trace_locally
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTOR_REF = (ROOT / "examples" / "vector_add" / "reference.py").read_text()
@@ -323,7 +324,7 @@ def test_trace_schema_rejects_malformed_events():
             protocol.validate(header)
 
 
-def test_rebuilt_module_holds_only_jit_functions_and_is_regated():
+def test_rebuilt_module_holds_only_jit_functions_and_is_regated(tmp_path):
     source = (
         HEAD
         + """
@@ -344,7 +345,13 @@ class ModelNew(nn.Module):
     )
     text, kernels = rebuild_source(source)
     assert kernels == ["k"] and "autotune" not in text and "helper" not in text and "ModelNew" not in text
-    assert "SCALE = 2.0" in text and check_source(text).passed
+    assert "import" not in text and "SCALE" not in text and text.startswith("def k(x, n, BLOCK: constexpr):")
+    module, names = load_kernels(source, str(tmp_path))
+    assert names == {"k": {"BLOCK"}} and module.SCALE == 2.0 and "constexpr" not in vars(module)
+    assert module.tl is tl and "math" in vars(module)
+    assert set(module.__builtins__) == {"len", "list", "range", "float", "int", "isinstance", "min", "max"}
+    with pytest.raises(ReplayFailed, match="does not pass the gate"):
+        load_kernels(source + "\nimport os\n", str(tmp_path))
 
 
 REUSE = (

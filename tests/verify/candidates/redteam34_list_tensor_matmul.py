@@ -1,0 +1,25 @@
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def zero_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.zeros((BLOCK,), dtype=tl.float32), mask=offs < n)
+
+
+@triton.jit
+def mm_kernel(out_ptr, T):
+    C = T[2]
+    C += T[0] @ T[1]
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        c = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype)
+        n = c.numel()
+        zero_kernel[(triton.cdiv(n, 65536),)](c, n, BLOCK=65536)
+        mm_kernel[(1,)](c, [a, b, c])
+        return c
