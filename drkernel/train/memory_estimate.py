@@ -21,7 +21,7 @@ R = micro_batch_size * max_new_tokens response tokens, h hidden, V vocabulary, E
                                    k, v, attention out; MLP gate, up, act(gate), product), as much again for
                                    their gradients, the residual stream's gradient T * h * c
         end of backward            every sharded gradient P * e / W, the root group's unsharded gradient E * c
-                                   and its fp32 copy for the reduction (mixed precision)
+                                   and, over several ranks, its fp32 copy for the reduce-scatter (mixed precision)
         optimizer step             the gradients and foreach AdamW's temporaries, as large again
     attention: fused SDPA kernels keep O(S) per head; fp32 compute with grouped-query attention on an accelerator
     takes PyTorch's math kernel, whose [heads, S, S] scores and probabilities (x micro-batch, fp32) are counted
@@ -233,7 +233,8 @@ def _trainer(cfg: TrainConfig, s: ModelShapeConfig, device_memory: int | None) -
         )
     gathered = (embedding_parameters(s) + 2 * layer_parameters(s)) * c if fsdp else 0
     grads = 0 if host else p * e // world
-    root_grads = embedding_parameters(s) * (c + (4 if c != e else 0)) if fsdp else embedding_parameters(s) * c
+    reduce_copy = 4 if world > 1 and c != e else 0  # one rank: FSDP2 runs no reduce-scatter, so no fp32 copy
+    root_grads = embedding_parameters(s) * (c + reduce_copy)
     layer_grads = layer_parameters(s) * c
     moments = {
         "LM head backward": {
