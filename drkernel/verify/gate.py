@@ -86,6 +86,16 @@ def _dunder(name: str) -> bool:
 
 
 JIT_DECORATOR = "triton.runtime.jit.jit"
+JIT_OPTIONS = frozenset({"do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline"})
+
+
+def _literal(node: ast.AST) -> bool:
+    """A constant, or a tuple/list of constants."""
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(isinstance(e, ast.Constant) for e in node.elts)
+    return isinstance(node, ast.Constant)
+
+
 BUILTIN_VALUE_TYPES = frozenset(
     {"tuple", "list", "dict", "set", "frozenset", "int", "float", "complex", "str", "bytes"}
 )
@@ -864,6 +874,7 @@ class _Scanner(ast.NodeVisitor):
             self._flag(node, f"kernel name {node.name} imitates a library kernel name")
         self.kernel_rules.check(node)
         for deco in node.decorator_list:
+            self._jit_options(deco)
             self.visit(deco)
         self.jit_locals = self.kernel_rules.locals
         try:
@@ -874,6 +885,20 @@ class _Scanner(ast.NodeVisitor):
         self.visit(node.args)
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def _jit_options(self, deco: ast.AST) -> None:
+        """`@triton.jit(...)` takes literal compile options only: `launch_metadata=` and `repr=` are functions
+        the launcher runs inside the verifier's launch hook (what names and streams a launch reports)."""
+        if not isinstance(deco, ast.Call) or not self._decorates(deco.func):
+            return
+        path = self._resolve(deco.func)
+        if path is None or not (path == "triton.jit" or object_path(path) == JIT_DECORATOR):
+            return
+        if deco.args:
+            self._flag(deco, "triton.jit(...) takes keyword options only")
+        for kw in deco.keywords:
+            if kw.arg not in JIT_OPTIONS or not _literal(kw.value):
+                self._flag(deco, f"triton.jit option {kw.arg or '**'} (literal {', '.join(sorted(JIT_OPTIONS))} only)")
 
 
 def constant_value(node: ast.AST, resolve: Callable[[ast.AST], str | None]) -> bool:

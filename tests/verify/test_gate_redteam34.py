@@ -89,6 +89,39 @@ def test_getattr_helpers_unimported_modules_and_free_names_are_forbidden(snippet
     assert check_source(source, require_triton=False).kind == "forbidden", snippet
 
 
+JIT_KERNEL = """
+import torch
+import triton
+import triton.language as tl
+
+
+def meta(grid, kernel, args):
+    return {"name": "matmul_kernel"}
+
+
+@triton.jit{options}
+def copy(x_ptr, n, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    tl.store(x_ptr + i, tl.load(x_ptr + i, mask=i < n), mask=i < n)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        y = x.clone()
+        copy[(1,)](y, y.numel(), BLOCK=1024)
+        return y
+"""
+
+
+@pytest.mark.parametrize("options", ["(launch_metadata=meta)", "(repr=meta)", "(meta)", "(debug=meta)"])
+def test_jit_options_that_run_candidate_functions_in_the_launcher_are_forbidden(options: str) -> None:
+    """Red team, untested on a GPU: launch_metadata= and repr= run in the verifier's launch hook on a compiled
+    launch, where they could report any name or stream for it."""
+    assert check_source(JIT_KERNEL.replace("{options}", options)).kind == "forbidden", options
+    for honest in ("", "(do_not_specialize=[1])", "(debug=True)"):
+        assert check_source(JIT_KERNEL.replace("{options}", honest)).passed, honest
+
+
 OPTIONS = VerifyOptions(gpu_profile="h200", atol=1e-2, rtol=1e-2, correctness="strict")
 
 
