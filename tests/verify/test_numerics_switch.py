@@ -39,8 +39,10 @@ def test_switching_fp32_matmul_precision_is_harness_tampering() -> None:
     honest = switch.replace('        torch.set_float32_matmul_precision("high")\n', "")
     assert honest != switch and "torch.get_float32_matmul_precision()" in numerics()
     with Verifier(device="cpu", max_concurrency=1) as verifier:
-        r = verifier.verify(REFERENCE, switch, OPTS)
+        gated = verifier.verify(REFERENCE, switch, OPTS)
+        r = verifier._verify_ungated(REFERENCE, switch, OPTS)  # the judge's own check, not leaning on the gate
         plain = verifier.verify(REFERENCE, honest, OPTS)
+    assert gated.hack == "forbidden_api" and score(gated, RewardConfig()).reward == 0.0  # issue 34's gate refuses it
     assert r.status == "ok" and r.hack == "harness_tampering", (r.correct, r.hack, r.error)
     assert score(r, RewardConfig()).reward == 0.0
     tampering = next(c for c in r.checks if c.name == "harness_integrity")
