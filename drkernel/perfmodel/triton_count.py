@@ -269,7 +269,7 @@ class TritonCounter:
         ok &= a + np.uint64(size) <= self._ends[safe]
         if not ok.all():
             bad = int(a[~ok][0])
-            raise OutsideBuffers(f"access at {bad:#x} outside the buffers the trace reported")
+            raise OutsideBuffers(f"access at {bad:#x} outside the buffers the launch was given")
 
     def _access(self, into: str, ptrs: Any, mask: Any, atomic: bool = False) -> None:
         from triton.runtime.interpreter import _get_np_dtype
