@@ -23,6 +23,7 @@ checking-only mode), so a kernel cannot read or write the process's own objects.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import time
@@ -52,14 +53,36 @@ def _descriptor_type() -> type | None:
     return TensorDescriptor
 
 
-def launch_spans(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[int, int]]:
+def _parameters(jit_obj: Any) -> tuple[list[str], set[str]]:
+    """The kernel's parameter names in order, and those annotated tl.constexpr (also as a postponed string)."""
+    import triton.language as tl
+
+    fn = getattr(jit_obj, "fn", None)
+    try:
+        names = list(inspect.signature(fn).parameters)
+        notes = inspect.get_annotations(fn)
+    except (TypeError, ValueError):
+        return [], set()
+    constexprs = {n for n, a in notes.items() if a is tl.constexpr or (isinstance(a, str) and a.endswith("constexpr"))}
+    return names, constexprs
+
+
+def launch_spans(jit_obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[int, int]]:
     """The byte spans [start, end) of the launch's tensor arguments' storages; BadLaunch for any argument that is
-    not exactly a tensor, a tensor descriptor over one, a plain scalar or a torch dtype."""
+    not exactly a tensor, a tensor descriptor over one, a plain scalar or a torch dtype, or a tensor handed to a
+    tl.constexpr (the interpreter would run the body's operators on it as torch)."""
     descriptor = _descriptor_type()
     spans: list[tuple[int, int]] = []
-    named = [(str(i), a) for i, a in enumerate(args)] + [(k, v) for k, v in kwargs.items() if k not in LAUNCHER_KWARGS]
+    params, constexprs = _parameters(jit_obj)
+    named = [(params[i] if i < len(params) else str(i), a) for i, a in enumerate(args)]
+    named += [(k, v) for k, v in kwargs.items() if k not in LAUNCHER_KWARGS]
     for name, value in named:
         kind = type(value)
+        if name in constexprs and kind not in SCALAR_ARGS and not isinstance(value, torch.dtype):
+            raise BadLaunch(
+                f"kernel argument {name} is a tl.constexpr handed a {kind.__name__}: a constexpr is a "
+                "number, bool, string, None or torch dtype"
+            )
         if descriptor is not None and kind is descriptor:
             fields = (*value.shape, *value.strides, *value.block_shape)
             if any(type(x) is not int for x in fields):
@@ -202,7 +225,7 @@ class LaunchRecorder:
         def run(jit_self: Any, *args: Any, **kwargs: Any) -> Any:
             if kwargs.get("warmup"):
                 return original(jit_self, *args, **kwargs)
-            spans = launch_spans(args, kwargs)
+            spans = launch_spans(jit_self, args, kwargs)
             if recorder.max_programs is not None:
                 check_programs(launch_grid(jit_self, args, kwargs), recorder.max_programs)
             guard = recorder._guard

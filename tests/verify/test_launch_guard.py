@@ -29,8 +29,9 @@ def verifier():
     ("reference", "candidate", "message"),
     [
         ("ref_matmul_rt34.py", "redteam34_escape_pointer_poke_matmul.py", "outside the buffers"),
-        ("ref_matmul_rt34.py", "redteam34_fake_tensor_arg.py", "kernel argument 0 is a Lazy"),
-        ("ref_mul_rt34.py", "redteam34_list_tensor_mul.py", "kernel argument 1 is a list"),
+        ("ref_matmul_rt34.py", "redteam34_fake_tensor_arg.py", "kernel argument x_ptr is a Lazy"),
+        ("ref_mul_rt34.py", "redteam34_list_tensor_mul.py", "kernel argument T is a list"),
+        ("ref_mul_rt34.py", "redteam34_constexpr_tensor_mul.py", "is a tl.constexpr handed a Tensor"),
     ],
 )
 def test_a_launch_outside_its_tensors_or_with_other_arguments_earns_nothing(verifier, reference, candidate, message):
