@@ -15,7 +15,8 @@ Every other builder operation the interpreter can run is either known to launch 
 casts of pointers) or refused (Unsupported): an operation added in a later Triton is refused until priced.
 
 With `allowed` address ranges every access is checked before it happens: an access outside them raises
-OutsideBuffers (the replay hands a kernel only the buffers its trace reported).
+OutsideBuffers (the replay hands a kernel only the buffers its trace reported). With `counting=False` only that
+check is installed (the candidate's own process: each launch may touch only its tensor arguments' storages).
 """
 
 from __future__ import annotations
@@ -229,8 +230,11 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
 class TritonCounter:
     """Context manager: counts every interpreted launch while active; `launches` holds the counts."""
 
-    def __init__(self, allowed: list[tuple[int, int]] | None = None, sector_bytes: int = SECTOR_BYTES) -> None:
+    def __init__(
+        self, allowed: list[tuple[int, int]] | None = None, sector_bytes: int = SECTOR_BYTES, counting: bool = True
+    ) -> None:
         self.sector_bytes = sector_bytes
+        self.counting = counting
         self.launches: list[LaunchCount] = []
         self._current: _Launch | None = None
         self._saved: list[tuple[type, str, Any]] = []
@@ -246,6 +250,12 @@ class TritonCounter:
         self._starts = np.array([r[0] for r in ordered], dtype=np.uint64)
         self._ends = np.array([r[1] for r in ordered], dtype=np.uint64)
 
+    def allowed(self) -> list[tuple[int, int]] | None:
+        """The ranges set now (None: unchecked), to put back after a nested launch."""
+        if self._starts is None or self._ends is None:
+            return None
+        return [(int(a), int(b)) for a, b in zip(self._starts, self._ends, strict=True)]
+
     # -- bookkeeping ------------------------------------------------------------------------------
     def _check(self, addrs: np.ndarray, size: int) -> None:
         if self._starts is None or self._ends is None or not addrs.size:
@@ -259,7 +269,7 @@ class TritonCounter:
         ok &= a + np.uint64(size) <= self._ends[safe]
         if not ok.all():
             bad = int(a[~ok][0])
-            raise OutsideBuffers(f"access at {bad:#x} outside the buffers the trace reported")
+            raise OutsideBuffers(f"access at {bad:#x} outside the buffers the launch was given")
 
     def _access(self, into: str, ptrs: Any, mask: Any, atomic: bool = False) -> None:
         from triton.runtime.interpreter import _get_np_dtype
@@ -395,6 +405,8 @@ class TritonCounter:
         self._patch(InterpreterBuilder, "create_masked_store", masked_store)
         self._patch(InterpreterBuilder, "create_atomic_rmw", atomic_rmw)
         self._patch(InterpreterBuilder, "create_atomic_cas", atomic_cas)
+        if not self.counting:  # every access of the interpreter reaches one of the four above (ROUTED_OPS)
+            return self
         self._patch(InterpreterBuilder, "create_dot", dot)
         if hasattr(InterpreterBuilder, "create_dot_scaled"):
             self._patch(InterpreterBuilder, "create_dot_scaled", dot_scaled)

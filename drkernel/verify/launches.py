@@ -13,10 +13,17 @@ is the kernel's execution time (CPU coverage). A kernel body is known by its cod
 its jit function spans, not by name alone. A launch counts as the candidate's only when the JIT object
 that ran was defined in the candidate's file: the launch hook's names merely annotate the wrapper's
 launch with its stream, so a kernel named like a library kernel gains nothing (issue 8, seen #10).
+
+Every launch in the candidate's process is checked before it runs (issue 34, red-team F3/F6/F7): its arguments
+must be exactly tensors or plain scalars (a tensor in a list or as a tl.constexpr, or a host object shaped like a
+tensor, runs Python inside the launch), and under the interpreter, where a pointer is a raw host address, every
+load, store and atomic must fall inside the storages of that launch's tensor arguments (`TritonCounter` in
+checking-only mode), so a kernel cannot read or write the process's own objects.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import time
@@ -24,7 +31,73 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+import torch
+
+from drkernel.perfmodel.triton_count import TritonCounter
 from drkernel.verify.ascend_grid import check_programs, launch_grid
+
+SCALAR_ARGS = (bool, int, float, str, type(None))  # with torch.dtype: the replay's CONSTEXPR_VALUES
+TENSOR_ARGS = (torch.Tensor, torch.nn.Parameter)
+LAUNCHER_KWARGS = frozenset({"grid", "warmup"})
+
+
+class BadLaunch(RuntimeError):
+    """A launch whose arguments a kernel must not get; the evaluation is a candidate error."""
+
+
+def _descriptor_type() -> type | None:
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:
+        return None
+    return TensorDescriptor
+
+
+def _parameters(jit_obj: Any) -> tuple[list[str], set[str]]:
+    """The kernel's parameter names in order, and those annotated tl.constexpr (also as a postponed string)."""
+    import triton.language as tl
+
+    fn = getattr(jit_obj, "fn", None)
+    try:
+        names = list(inspect.signature(fn).parameters)
+        notes = inspect.get_annotations(fn)
+    except (TypeError, ValueError):
+        return [], set()
+    constexprs = {n for n, a in notes.items() if a is tl.constexpr or (isinstance(a, str) and a.endswith("constexpr"))}
+    return names, constexprs
+
+
+def launch_spans(jit_obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[int, int]]:
+    """The byte spans [start, end) of the launch's tensor arguments' storages; BadLaunch for any argument that is
+    not exactly a tensor, a tensor descriptor over one, a plain scalar or a torch dtype, or a tensor handed to a
+    tl.constexpr (the interpreter would run the body's operators on it as torch)."""
+    descriptor = _descriptor_type()
+    spans: list[tuple[int, int]] = []
+    params, constexprs = _parameters(jit_obj)
+    named = [(params[i] if i < len(params) else str(i), a) for i, a in enumerate(args)]
+    named += [(k, v) for k, v in kwargs.items() if k not in LAUNCHER_KWARGS]
+    for name, value in named:
+        kind = type(value)
+        if name in constexprs and kind not in SCALAR_ARGS and not isinstance(value, torch.dtype):
+            raise BadLaunch(
+                f"kernel argument {name} is a tl.constexpr handed a {kind.__name__}: a constexpr is a "
+                "number, bool, string, None or torch dtype"
+            )
+        if descriptor is not None and kind is descriptor:
+            fields = (*value.shape, *value.strides, *value.block_shape)
+            if any(type(x) is not int for x in fields):
+                raise BadLaunch(f"kernel argument {name}: a tensor descriptor's shape, strides and block are ints")
+            value, kind = value.base, type(value.base)
+        if kind in TENSOR_ARGS:
+            storage = value.untyped_storage()
+            if storage.nbytes():
+                spans.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
+        elif kind not in SCALAR_ARGS and not isinstance(value, torch.dtype):
+            raise BadLaunch(
+                f"kernel argument {name} is a {kind.__name__}: a launch takes tensors (torch.Tensor), numbers, "
+                "bools, strings, None or torch dtypes only (the interpreter would run anything else as Python)"
+            )
+    return spans
 
 
 @dataclass
@@ -99,6 +172,7 @@ class LaunchRecorder:
         self.track_foreign = False
         self._grid_start: float | None = None  # interpreter: when the running launch's programs began and ended
         self._grid_end: float | None = None
+        self._guard: TritonCounter | None = None  # interpreter: bounds of every access to the launch's tensors
 
     # -- installation -------------------------------------------------------------------------
     def install(self) -> None:
@@ -109,6 +183,7 @@ class LaunchRecorder:
             from triton.runtime.interpreter import InterpretedFunction
 
             classes.append(InterpretedFunction)
+            self._guard = TritonCounter(allowed=[], counting=False).__enter__()
         except ImportError:
             pass
         for cls in classes:
@@ -150,8 +225,11 @@ class LaunchRecorder:
         def run(jit_self: Any, *args: Any, **kwargs: Any) -> Any:
             if kwargs.get("warmup"):
                 return original(jit_self, *args, **kwargs)
+            spans = launch_spans(jit_self, args, kwargs)
             if recorder.max_programs is not None:
                 check_programs(launch_grid(jit_self, args, kwargs), recorder.max_programs)
+            guard = recorder._guard
+            bounds = guard.allowed() if guard is not None else None
             launch = recorder._note_jit(jit_self)
             outer, recorder._current = recorder._current, launch
             foreign = [0.0]
@@ -162,9 +240,13 @@ class LaunchRecorder:
                 sys.setprofile(recorder._foreign_profiler(foreign))
             t0 = time.perf_counter()
             try:
+                if guard is not None:
+                    guard.set_allowed(spans)
                 return original(jit_self, *args, **kwargs)
             finally:
                 elapsed = time.perf_counter() - t0
+                if guard is not None:
+                    guard.set_allowed(bounds or [])
                 if profiling:
                     sys.setprofile(previous)
                 recorder._current = outer
@@ -191,6 +273,9 @@ class LaunchRecorder:
             self.hook_api = "knobs.runtime.launch_enter_hook (HookChain)"
 
     def uninstall(self) -> None:
+        if self._guard is not None:
+            self._guard.__exit__(None, None, None)
+            self._guard = None
         for cls, name, original in reversed(self._patched):
             setattr(cls, name, original)
         self._patched.clear()
@@ -201,6 +286,8 @@ class LaunchRecorder:
     def guarded_objects(self) -> list[tuple[Any, str]]:
         """(owner, attribute) pairs the tamper check must see unchanged."""
         pairs: list[tuple[Any, str]] = [(cls, name) for cls, name, _ in self._patched]
+        if self._guard is not None:
+            pairs += [(cls, name) for cls, name, _ in self._guard._saved]
         try:
             from triton import knobs
 

@@ -1,4 +1,4 @@
-"""Unmasked tl.load far out of bounds: the interpreter segfaults. Expect: correct False, error crash."""
+"""Unmasked tl.load far out of bounds: the launch guard refuses it (unguarded, a segfault). Expect: correct False."""
 
 import torch
 import torch.nn as nn
