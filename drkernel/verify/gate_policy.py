@@ -367,7 +367,7 @@ SAFE_BUILTINS = frozenset(
         *("BaseException", "Exception", "ArithmeticError", "AssertionError", "AttributeError", "IndexError"),
         *("KeyError", "LookupError", "NotImplementedError", "OverflowError", "RuntimeError", "StopIteration"),
         *("TypeError", "ValueError", "ZeroDivisionError", "ImportError", "MemoryError", "RecursionError"),
-        *("FloatingPointError", "Warning", "UserWarning", "DeprecationWarning", "RuntimeWarning"),
+        *("FloatingPointError", "Warning", "UserWarning", "DeprecationWarning", "RuntimeWarning", "SystemExit"),
     }
 )
 # (id and hash are not here: an object's address is what a Triton pointer, which the CPU interpreter does not bound

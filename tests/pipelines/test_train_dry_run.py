@@ -18,7 +18,7 @@ def test_dry_run_prints_config_and_estimate(capsys):
     out, err = capsys.readouterr()
     assert json.loads(out) == load_config(TrainConfig, CONFIGS / "ascend_qwen3_8b.yaml").model_dump(mode="json")
     assert "8.191 B parameters; device memory 64.00 GiB; devices needed 16 of 16" in err
-    assert "trainer rank (x8, float32): 50.57 GiB of 64.00 GiB" in err
+    assert "trainer rank (x8, float32 master, bfloat16 compute): 26.40 GiB of 64.00 GiB" in err
     assert "KV cache holds 12 sequences of 18432 tokens" in err and err.rstrip().endswith("fits")
 
 
@@ -27,7 +27,8 @@ def test_a_recipe_that_cannot_fit_is_refused_with_its_numbers(capsys):
     assert main(["train", "--config", config, "--dry-run", "trainer.num_workers=2"]) == 2
     err = capsys.readouterr().err
     assert (
-        "the recipe does not fit: trainer rank (x2, float32) needs 96.34 GiB per device, more than its 64.00 GiB" in err
+        "the recipe does not fit: trainer rank (x2, float32 master, bfloat16 compute) needs 76.28 GiB per device, "
+        "more than its 64.00 GiB" in err
     )
     assert main(["train", "--config", config, "trainer.num_workers=2"]) == 2  # the job itself refuses it too
     assert "does not fit" in capsys.readouterr().err
