@@ -49,7 +49,7 @@ from drkernel.train import checkpoint as ckpt
 from drkernel.train.backend import TrainBackend, choose_backend
 from drkernel.train.batch_report import batch_report
 from drkernel.train.decisions import row_decisions
-from drkernel.train.sharding import compute_dtype, needs_fsdp, shard_policy
+from drkernel.train.sharding import compute_dtype, shard_policy
 from drkernel.verify.devices import probe_availability
 from serve_apps.run_metrics import TRAINER_KEYS, TRAINER_SERIES, RunGauges, run_name
 
@@ -82,7 +82,7 @@ class TrainerWorker:
         self.model_path = model_path
         self.rank, self.world_size = rank, world_size
         self.backend: TrainBackend = choose_backend(
-            self.cfg.trainer.device, world_size, probe_availability(), needs_fsdp(self.cfg.trainer)
+            self.cfg.trainer.device, world_size, probe_availability(), self.cfg.trainer.fsdp_policies
         )
         if self.cfg.trainer.num_threads:
             torch.set_num_threads(self.cfg.trainer.num_threads)

@@ -35,7 +35,7 @@ from drkernel.model.attention import fused_only
 from drkernel.rl.update import ResponseScorer
 from drkernel.train.backend import DIST_BACKEND
 from drkernel.train.memory_estimate import GIB, estimate_memory, hf_config_fields, resident_parts
-from drkernel.train.sharding import compute_dtype, needs_fsdp, shard_policy
+from drkernel.train.sharding import compute_dtype, shard_policy
 
 
 def _accelerator(device: str) -> object:
@@ -84,7 +84,7 @@ def main() -> None:
     if tc.gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     scorer = ResponseScorer(model, tc.lm_head_chunk_tokens, fused_only(args.device, compute_dtype(tc))).train()
-    fsdp = needs_fsdp(tc)
+    fsdp = tc.fsdp_policies
     if fsdp:
         _one_rank_group(args.device)
         shard_policy(scorer, list(model.get_decoder().layers), tc, args.device, 1)

@@ -178,6 +178,16 @@ class TrainerConfig(StrictModel):
     num_threads: int | None = Field(1, ge=1, description="torch CPU threads of a trainer rank")
     seed: int = Field(0, description="seed of the trainer (PRS draws, dropout)")
 
+    @property
+    def mixed_precision(self) -> bool:
+        """Forward and backward in another dtype than the master weights (FSDP2 MixedPrecisionPolicy)."""
+        return self.compute_dtype not in (None, self.dtype)
+
+    @property
+    def fsdp_policies(self) -> bool:
+        """Mixed precision or offload: FSDP2 policies, so FSDP2 even on one rank (drkernel.train.sharding)."""
+        return self.mixed_precision or self.offload_optimizer
+
 
 class TrainVerifierConfig(VerifierServeConfig):
     """The job's verifier: the Serve application of `drkernel serve verifier` (the same settings, autoscaling

@@ -40,7 +40,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from drkernel.config.train import ModelShapeConfig, TrainConfig
-from drkernel.train.sharding import needs_fsdp
 
 GIB = 1 << 30
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2}
@@ -213,7 +212,7 @@ def _trainer(cfg: TrainConfig, s: ModelShapeConfig, device_memory: int | None) -
     tc = cfg.trainer
     e, c = DTYPE_BYTES[tc.dtype], DTYPE_BYTES[tc.compute_dtype or tc.dtype]
     world, p = tc.num_workers, parameter_count(s)
-    fsdp = world > 1 or needs_fsdp(tc)
+    fsdp = world > 1 or tc.fsdp_policies
     tokens = tc.micro_batch_size * cfg.rollout.max_context_tokens
     response = tc.micro_batch_size * cfg.rollout.max_new_tokens
     one_layer = layer_activation_bytes(s, tokens, c)
@@ -233,7 +232,7 @@ def _trainer(cfg: TrainConfig, s: ModelShapeConfig, device_memory: int | None) -
         )
     gathered = (embedding_parameters(s) + 2 * layer_parameters(s)) * c if fsdp else 0
     grads = 0 if host else p * e // world
-    reduce_copy = 4 if world > 1 and c != e else 0  # one rank: FSDP2 runs no reduce-scatter, so no fp32 copy
+    reduce_copy = 4 if world > 1 and tc.mixed_precision else 0  # one rank runs no reduce-scatter: no fp32 copy
     root_grads = embedding_parameters(s) * (c + reduce_copy)
     layer_grads = layer_parameters(s) * c
     moments = {

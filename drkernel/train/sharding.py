@@ -21,11 +21,6 @@ def compute_dtype(tc: TrainerConfig) -> torch.dtype:
     return getattr(torch, tc.compute_dtype or tc.dtype)
 
 
-def needs_fsdp(tc: TrainerConfig) -> bool:
-    """Mixed precision or offload: FSDP2 policies, so FSDP2 even on one rank."""
-    return (tc.compute_dtype not in (None, tc.dtype)) or tc.offload_optimizer
-
-
 def shard_policy(
     scorer: nn.Module, decoder_layers: list[nn.Module], tc: TrainerConfig, device: str, world: int
 ) -> None:
@@ -34,7 +29,7 @@ def shard_policy(
     from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
 
     kwargs: dict = {"mesh": init_device_mesh(device, (world,))}
-    if tc.compute_dtype not in (None, tc.dtype):
+    if tc.mixed_precision:
         kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=compute_dtype(tc), reduce_dtype=torch.float32)
     if tc.offload_optimizer:
         kwargs["offload_policy"] = CPUOffloadPolicy()
