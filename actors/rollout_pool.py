@@ -82,7 +82,7 @@ class RolloutPool:
         self.max_restarts, self.name = max_restarts, name
         self.workers: dict[int, tuple[str, ray.actor.ActorHandle]] = {}  # slot index -> live worker
         self.restarts = 0
-        self.deaths: list[dict[str, str]] = []
+        self.deaths: list[dict[str, Any]] = []  # worker id, reason, the group ids handed back
         self.results: dict[str, dict[str, Any]] = {}
         self._supervisors: list[asyncio.Task] = []
         self._stopping = False
@@ -107,10 +107,10 @@ class RolloutPool:
                     return
                 reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                 log.warning("rollout worker %s died (%s); replacing it", worker_id, reason)
-                self.deaths.append({"worker_id": worker_id, "reason": reason})
                 ray.kill(handle, no_restart=True)
                 await self._queue.release_worker.remote(worker_id)
-                await self._source.reissue.remote(worker_id)
+                reissued = await self._source.reissue.remote(worker_id)
+                self.deaths.append({"worker_id": worker_id, "reason": reason, "reissued": reissued})
             generation += 1
             self.restarts += 1
             if self.restarts > self.max_restarts:
