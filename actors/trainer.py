@@ -30,6 +30,7 @@ from torch.distributed.checkpoint.state_dict import (
 
 from actors.weight_sync import ReplicaSet, ServeReplicas, WeightPublisher, weight_store
 from drkernel.config.train import TrainConfig
+from drkernel.devices import probe_availability
 from drkernel.model.attention import fused_only
 from drkernel.model.weights import state_checksum
 from drkernel.placement import ray_options, resolve_kind
@@ -50,7 +51,6 @@ from drkernel.train.backend import TrainBackend, choose_backend
 from drkernel.train.batch_report import batch_report
 from drkernel.train.decisions import row_decisions
 from drkernel.train.sharding import compute_dtype, shard_policy
-from drkernel.verify.devices import probe_availability
 from serve_apps.run_metrics import TRAINER_KEYS, TRAINER_SERIES, RunGauges, run_name
 
 FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)

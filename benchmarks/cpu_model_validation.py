@@ -2,7 +2,7 @@
 
 For every honest candidate of benchmarks/candidate_set.py, on the CPU: trace its forward at the set's tiny
 sizes (Triton interpreter), replay the trace on unseen inputs under counting exactly as the verifier's replay
-child does (drkernel.verify.replay, here in one process: these candidates are our own), and price both sides
+child does (drkernel.verify.cost_model.replay, here in one process: these candidates are our own), and price both sides
 on a GPU profile. Two modelled speedups per candidate:
 - tiny: both sides counted at the tiny sizes the interpreter can run;
 - full: the reference counted at full KernelBench size without running it (FakeTensorMode: shapes only),
@@ -45,9 +45,9 @@ import torch  # noqa: E402
 
 from drkernel.perfmodel import LaunchCount, get_profile, model_time  # noqa: E402
 from drkernel.perfmodel.aten_count import AtenCounter  # noqa: E402
-from drkernel.verify import problem as kb  # noqa: E402
-from drkernel.verify import tensors  # noqa: E402
-from drkernel.verify.replay import Replay, load_kernels, trace_locally  # noqa: E402
+from drkernel.verify.cost_model.replay import Replay, load_kernels, trace_locally  # noqa: E402
+from drkernel.verify.harness import problem as kb  # noqa: E402
+from drkernel.verify.judging import tensors  # noqa: E402
 
 
 def full_reference_counts(source: str, workdir: str) -> list[LaunchCount]:

@@ -33,7 +33,7 @@ import candidate_set  # noqa: E402
 import tutorial_kernels  # noqa: E402
 
 from drkernel.tasks import load_tasks  # noqa: E402
-from drkernel.verify.gate import check_source  # noqa: E402
+from drkernel.verify.static.gate import check_source  # noqa: E402
 
 FAILS_ANYWAY = ("inside a @triton.jit body", "lambda inside", "is bound nowhere in the candidate")
 CODE_BLOCK = re.compile(r"```(?:python|py)?\n(.*?)```", re.DOTALL)

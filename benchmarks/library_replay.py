@@ -1,6 +1,6 @@
 """Every shipped task solution traced and replayed in-process exactly as the CPU model's replay child does
-(drkernel.verify.replay.model_locally, H200 profile): how many replay equal to the reference, and the spread of
-their modelled speedups. A check that changes to the replay or the cost model leave honest solutions modelled.
+(drkernel.verify.cost_model.replay.model_locally, H200 profile): how many replay equal to the reference, and the
+spread of their modelled speedups. A check that changes to the replay or the cost model leave honest solutions modelled.
 
     python benchmarks/library_replay.py [TASK ...]
 """
@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from drkernel.config.verifier import VerifyOptions
 from drkernel.tasks import load_tasks
-from drkernel.verify.replay import model_locally
+from drkernel.verify.cost_model.replay import model_locally
 
 OPTIONS = VerifyOptions(gpu_profile="h200", atol=1e-2, rtol=1e-2, correctness="strict")
 

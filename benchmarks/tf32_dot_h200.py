@@ -3,7 +3,7 @@
 Run on a CUDA machine (compiled Triton, not the interpreter). Two readings per input precision:
 - conversion: C = A @ I with A random fp32 (and I @ B): every product is x * 1 and every sum adds zeros, so C shows
   each operand exactly as the tensor cores read it; compared bit for bit with truncation (toward zero), round to
-  nearest even and round to nearest away, and with drkernel.verify.gpu_dot.dot;
+  nearest even and round to nearest away, and with drkernel.verify.harness.gpu_dot.dot;
 - error: a random 512x512x512 product (the red team's shape), max |GPU - fp64| and |emulation - fp64|, and the
   max |GPU - emulation|, for the emulations above.
 Prints one JSON object (and writes it to --out).
@@ -28,8 +28,9 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # cpu: a dry run under 
 
 
 def _load_gpu_dot():
-    """drkernel/verify/gpu_dot.py by path (numpy only: the GPU image need not hold the package's other needs)."""
-    spec = importlib.util.spec_from_file_location("gpu_dot", ROOT / "drkernel" / "verify" / "gpu_dot.py")
+    """drkernel/verify/harness/gpu_dot.py by path (numpy only: the GPU image need not hold the package's other
+    needs)."""
+    spec = importlib.util.spec_from_file_location("gpu_dot", ROOT / "drkernel" / "verify" / "harness" / "gpu_dot.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from drkernel.verify.precision import enough_rounds
+from drkernel.verify.judging.precision import enough_rounds
 
 RULES = {  # name: (precision, budget_s)
     "every round": (0.0, 0.0),

@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     reference = _read(args.reference, "reference")
     candidate = _read(args.candidate, "candidate")
     options = _options(args)
-    from drkernel.verify.reference_source import one_line, reference_problem
+    from drkernel.verify.static.reference_source import one_line, reference_problem
 
     problem = reference_problem(reference, options.entry_point)
     if problem is not None:

@@ -26,8 +26,8 @@ from ray.serve.exceptions import BackPressureError
 from ray.serve.handle import DeploymentHandle
 
 from drkernel.config.serve import VerifierServeConfig
-from drkernel.verify.reference_source import one_line, reference_problem
 from drkernel.verify.result import ErrorInfo, VerifyResult
+from drkernel.verify.static.reference_source import one_line, reference_problem
 from serve_apps.auth import BearerAuth, tokens_from_env
 from serve_apps.http_guard import BodyGuard, route_label, safe_errors
 from serve_apps.verifier_metrics import VerifierMetrics

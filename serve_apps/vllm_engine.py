@@ -151,7 +151,7 @@ class VllmEngine:
     @classmethod
     def from_pretrained(cls, model_path: str, cfg: PolicyConfig) -> VllmEngine:
         """Start AsyncLLM on `model_path` (engine child process); stops on eos and <|im_end|>."""
-        from drkernel.verify.devices import probe_availability, resolve_device
+        from drkernel.devices import probe_availability, resolve_device
 
         check_engine_device(cfg.engine, resolve_device(cfg.device, probe_availability()))
         AsyncEngineArgs, AsyncLLM = import_vllm(cfg.engine)

@@ -32,7 +32,7 @@ class VerifyOptions(StrictModel):
         ge=0,
         le=1,
         description="end timing once the 95% interval of the median candidate/reference round ratio is within "
-        "this share of it (drkernel.verify.precision); 0: always num_perf_trials rounds",
+        "this share of it (drkernel.verify.judging.precision); 0: always num_perf_trials rounds",
     )
     timing_budget_s: float = Field(
         0.25,

@@ -4,7 +4,7 @@ A source passes when exec-ing it defines an `nn.Module` subclass named after the
 callable `get_inputs`/`get_init_inputs`. Neither is called: KernelBench inputs can be gigabytes.
 
 User files are untrusted, so they never run in the caller's process, and the child applies the
-verifier's isolation (drkernel.verify.sandbox.isolate: own mount and network namespaces with every
+verifier's isolation (drkernel.verify.process.sandbox.isolate: own mount and network namespaces with every
 mount read-only except a private temp dir, rlimits, a scrubbed environment, its own process group)
 after importing torch and before exec-ing the first source. A source that writes to disk on import
 gets a read-only file system, one that reaches for the network finds none. The caller kills the
@@ -32,7 +32,7 @@ import json, sys, traceback
 spec = json.loads(sys.stdin.readline())
 items = [json.loads(line) for line in sys.stdin]  # read all first: a source may touch stdin
 import torch.nn as nn
-from drkernel.verify.sandbox import isolate
+from drkernel.verify.process.sandbox import isolate
 layers = isolate(spec["workdir"], on_accelerator=False, memory_limit_mb=spec["memory_limit_mb"], env=spec["env"])
 print(json.dumps({"sandbox": layers}), flush=True)
 for item in items:

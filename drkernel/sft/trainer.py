@@ -15,11 +15,11 @@ from dataclasses import asdict, dataclass
 import torch
 from transformers import PreTrainedModel
 
+from drkernel import devices
 from drkernel.config.sft import SFTConfig
 from drkernel.log import progress
 from drkernel.sft.data import SFTExample, collate
 from drkernel.sft.loss import response_loss_sum
-from drkernel.verify import devices
 
 
 @dataclass
@@ -41,7 +41,7 @@ class StepLog:
 def torch_device(name: str) -> torch.device:
     """`auto` picks cuda, then npu (torch_npu), then cpu; an explicit name must be available.
 
-    The choice is the verifier's (`drkernel.verify.devices`), so every stage picks devices alike."""
+    The choice is drkernel.devices', the one the verifier makes too, so every stage picks devices alike."""
     return torch.device(devices.resolve_device(name, devices.probe_availability()))
 
 

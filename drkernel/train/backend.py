@@ -6,7 +6,7 @@
     npu,  n ranks -> hccl, FSDP2 (written against torch_npu's public API; not run on Ascend here)
     1 rank with mixed precision or offload -> FSDP2 over a one-rank mesh (its policies need FSDP2)
 
-The device itself comes from drkernel.verify.devices.resolve_device (the project's one device chooser); verl's
+The device itself comes from drkernel.devices.resolve_device (the project's one device chooser); verl's
 platform probe reports cuda/nccl even on a CPU-only host, so it is never asked.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from drkernel.verify.devices import resolve_device
+from drkernel.devices import resolve_device
 
 DIST_BACKEND = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}
 

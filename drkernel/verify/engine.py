@@ -9,44 +9,41 @@ that has torch, Triton and the harness preloaded; this process never imports tor
 
 Spares (issue 26): the children of the next evaluations are forked ahead of need, each in its own empty
 private folder, sandboxed and with its device initialised but with no reference or candidate code loaded
-(drkernel.verify.spare); an evaluation takes a ready group, writes the sources and hands each child its
+(drkernel.verify.process.spare); an evaluation takes a ready group, writes the sources and hands each child its
 ChildSpec. Every process still serves exactly one evaluation and is killed with it, so the reference never
 shares a process with candidate code, no two candidates share a process, and the judge draws fresh secret
 seeds per evaluation; a spare whose folders changed while it waited is discarded, not used.
 
-This module manages processes, the timeout and the per-device timing lock; drkernel.verify.protocol
-defines every message a child writes, drkernel.verify.judge does the judging. The caller reads only
-the judge's JSON; nothing any child sends is unpickled. Compile and correctness of up to
-`max_concurrency` candidates run at once; timing and coverage hold a per-device lock, which the
-judge asks for ("want_timing") once the candidate is correct and gives back ("timing_done") before
-re-validation, which only compares.
+This module keeps the spare groups, the timeout and the per-device timing lock; drkernel.verify.process.group
+starts and reaps one evaluation's children, drkernel.verify.process.protocol defines every message a child
+writes, drkernel.verify.judging.judge does the judging. The caller reads only the judge's JSON; nothing any
+child sends is unpickled. Compile and correctness of up to `max_concurrency` candidates run at once; timing and
+coverage hold a per-device lock, which the judge asks for ("want_timing") once the candidate is correct and gives
+back ("timing_done") before re-validation, which only compares.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import multiprocessing
 import multiprocessing.connection
 import os
-import shutil
 import signal
-import stat
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 from drkernel.config.verifier import VerifyOptions
-from drkernel.verify.child_spec import child_spec
-from drkernel.verify.devices import DeviceUnavailable, resolve_device
-from drkernel.verify.entry import run as _entry
-from drkernel.verify.forkserver import PACKAGE_ROOT, ChildProcess
-from drkernel.verify.gate import check_source
+from drkernel.devices import DeviceUnavailable, resolve_device
+from drkernel.verify.process.child_spec import child_spec
+from drkernel.verify.process.entry import run as _entry
+from drkernel.verify.process.forkserver import PACKAGE_ROOT, ChildProcess
+from drkernel.verify.process.group import Group, kill_group
+from drkernel.verify.process.sandbox import descendants, read_tail
 from drkernel.verify.result import Infra, VerifyResult
-from drkernel.verify.sandbox import descendants, group_uid, read_tail
+from drkernel.verify.static.gate import check_source
 from drkernel.verify.verdict import Verdict
 
 MAX_JUDGE_MESSAGE = 16 << 20
@@ -57,34 +54,13 @@ MEMORY_SHARE = 0.85  # of an accelerator's memory that concurrent evaluations' e
 def default_spares(device: str) -> int:
     """Spare groups when the caller does not say: DEFAULT_SPARES, and none unless this process is root. Only root's
     children drop to an evaluation's own uid; without that every candidate runs as the caller, and an idle spare's
-    folders (its judge's Triton cache among them, which _Group.untouched lets through) are open to it."""
+    folders (its judge's Triton cache among them, which Group.untouched lets through) are open to it."""
     return DEFAULT_SPARES.get(device, 0) if os.geteuid() == 0 else 0
 
 
 class PreloadFailed(RuntimeError):
-    """The fork-server did not import drkernel.verify.preload: children would import torch after the
+    """The fork-server did not import drkernel.verify.process.preload: children would import torch after the
     harness snapshot and honest kernels would read as harness tampering."""
-
-
-def _kill_group(proc: Any) -> None:
-    """Kill every descendant of the child (it is their subreaper, so setsid or a double fork does not
-    hide one), then its whole process group (it called setsid), then the child itself."""
-    pid = proc.pid
-    if pid is not None:
-        for child in descendants(pid):
-            try:
-                os.kill(child, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    if proc.exitcode is None:
-        try:
-            proc.kill()
-        except (OSError, ValueError):
-            pass
 
 
 class Verifier:
@@ -101,7 +77,7 @@ class Verifier:
             raise ValueError("max_concurrency must be >= 1")
         if spares is not None and spares < 0:
             raise ValueError("spares must be >= 0")
-        self._pools: dict[tuple[bool, int], list[_Group]] = {}  # spares per (cpu_model, memory limit)
+        self._pools: dict[tuple[bool, int], list[Group]] = {}  # spares per (cpu_model, memory limit)
         self._pool_lock = threading.Lock()
         self._filling = False
         t0 = time.perf_counter()
@@ -135,7 +111,7 @@ class Verifier:
         whether the fork-server really preloaded the harness (loud if not)."""
         recv, send = self._ctx.Pipe(duplex=False)
         proc = ChildProcess(
-            target=_entry, args=("drkernel.verify.preload", "probe", send), daemon=True, interpret=interpret
+            target=_entry, args=("drkernel.verify.process.preload", "probe", send), daemon=True, interpret=interpret
         )
         proc.start()
         send.close()
@@ -157,9 +133,10 @@ class Verifier:
         self.device_memory = {str(k): int(v) for k, v in info.get("memory", {}).items()}
         if not info.get("preloaded"):
             raise PreloadFailed(
-                "the verifier's fork-server could not import drkernel.verify.preload (torch, Triton and the harness); "
+                "the verifier's fork-server could not import drkernel.verify.process.preload "
+                "(torch, Triton and the harness); "
                 f"it was started with {PACKAGE_ROOT} on PYTHONPATH. Check that torch and triton import in a fresh "
-                "`python -c 'import drkernel.verify.preload'` with that PYTHONPATH."
+                "`python -c 'import drkernel.verify.process.preload'` with that PYTHONPATH."
             )
         if bool(info.get("triton_interpret")) != interpret:
             raise PreloadFailed(
@@ -185,7 +162,7 @@ class Verifier:
             self._discard(group)
         with self._live_lock:
             for proc in list(self._live):
-                _kill_group(proc)
+                kill_group(proc)
             reapers = list(self._reapers)
         for reaper in reapers:  # finished evaluations' groups: joined and their folders removed before close returns
             reaper.join(30)
@@ -301,23 +278,23 @@ class Verifier:
             self._filling = True
             threading.Thread(target=self._fill, name="verifier-spares", daemon=True).start()
 
-    def _start_group(self, key: tuple[bool, int], spare: bool = False) -> _Group:
+    def _start_group(self, key: tuple[bool, int], spare: bool = False) -> Group:
         try:
-            group = _Group(self._ctx, self.device, self._interpret, key[0], key[1], spare)
+            group = Group(self._ctx, self.device, self._interpret, key[0], key[1], spare)
         except Exception as e:
             raise Infra("infra", f"could not start an evaluation child (fork-server down?): {e}") from e
         with self._live_lock:
             self._live.update(group.procs.values())
         return group
 
-    def _discard(self, group: _Group) -> None:
+    def _discard(self, group: Group) -> None:
         group.kill()
         group.reap()
         with self._live_lock:
             self._live.difference_update(group.procs.values())
             self._reapers.discard(threading.current_thread())
 
-    def _claim(self, key: tuple[bool, int]) -> _Group:
+    def _claim(self, key: tuple[bool, int]) -> Group:
         """A spare group for `key` (a fresh one when none is ready); refills the spares in the background."""
         with self._pool_lock:
             pool = self._pools.setdefault(key, [])
@@ -361,128 +338,6 @@ class Verifier:
         finally:
             with self._pool_lock:
                 self._filling = False
-
-
-_SPARE_FILES = frozenset({"stdout.txt", "stderr.txt"})  # what a child writes in its folder before its spec
-# On an accelerator a spare's warm-up may also make these (the judge compiles its comparison kernel: Triton's
-# cache; a driver JIT: CUDA's); they must be real folders. On CPU no warm-up runs and none is allowed.
-_SPARE_DIRS = frozenset({"triton_cache", "cuda_cache"})
-
-
-class _Group:
-    """The children of one evaluation (judge, reference runner, candidate runner, and the replay child of a
-    cpu_model evaluation), each in its own empty private folder, sandboxed and with its device initialised
-    (drkernel.verify.spare), waiting for the ChildSpec that names its evaluation. Used by one evaluation, then
-    killed: no process of a group ever serves a second evaluation."""
-
-    def __init__(
-        self, ctx: Any, device: str, interpret: bool, modelled: bool, memory_limit_mb: int, spare: bool
-    ) -> None:
-        self.root = tempfile.mkdtemp(prefix="drkernel-verify-")
-        self.modelled = modelled
-        self.spare = spare  # started ahead of its evaluation (by the spare filler): its children warm up
-        self.allowed_dirs = _SPARE_DIRS if spare and device != "cpu" else frozenset()
-        self.uid = group_uid() if device != "cpu" else None  # CPU children each drop to a uid of their own
-        self.interpret = interpret
-        self.refused: str | None = None  # why the spare this group stands in for was discarded
-        roles = ("judge", "reference", "candidate") + (("replay",) if modelled else ())
-        self.dirs = {role: os.path.join(self.root, role) for role in roles}
-        self.procs: dict[str, Any] = {}
-        self.starts: dict[str, Any] = {}
-        for d in self.dirs.values():
-            os.mkdir(d, 0o700)
-        self.caller, judge_end = ctx.Pipe()
-        jr, rj = ctx.Pipe()
-        jc, cj = ctx.Pipe()
-        jx, xj = ctx.Pipe() if modelled else (None, None)
-        children = {
-            "judge": ("drkernel.verify.judge", (judge_end, jr, jc) + ((jx,) if modelled else ())),
-            "reference": ("drkernel.verify.reference_process", (rj,)),
-            "candidate": ("drkernel.verify.candidate_process", (cj,)),
-        }
-        if modelled:
-            children["replay"] = ("drkernel.verify.replay", (xj,))
-        try:
-            for role, (module, ends) in children.items():
-                start_r, self.starts[role] = ctx.Pipe(duplex=False)
-                p = ChildProcess(
-                    target=_entry,
-                    daemon=True,
-                    interpret=interpret,
-                    args=(
-                        "drkernel.verify.spare",
-                        "main",
-                        module,
-                        device,
-                        self.dirs[role],
-                        memory_limit_mb,
-                        self.uid,
-                        spare,
-                    )
-                    + (start_r, *ends),
-                )
-                p.start()
-                start_r.close()
-                self.procs[role] = p
-        except BaseException:
-            self.kill()
-            self.reap()
-            raise
-        finally:
-            for end in (judge_end, jr, jc, rj, cj, jx, xj):
-                if end is not None:
-                    end.close()
-
-    def alive(self) -> bool:
-        return all(p.exitcode is None for p in self.procs.values())
-
-    def untouched(self) -> str | None:
-        """Why this group's folders no longer look as its own children left them (None when they do): a spare
-        waits while other evaluations run, and where the host gives no sandbox layer between evaluations
-        (not root, no mount namespace) a candidate could plant files, or symlinks the caller would follow."""
-        for role, d in self.dirs.items():
-            names = set(os.listdir(d))
-            extra = names - _SPARE_FILES - self.allowed_dirs
-            if extra:
-                return f"{role} folder holds {sorted(extra)}"
-            for name in names & self.allowed_dirs:
-                if not stat.S_ISDIR(os.lstat(os.path.join(d, name)).st_mode):
-                    return f"{role} folder's {name} is not a folder"
-            for name in _SPARE_FILES & set(os.listdir(d)):
-                if not stat.S_ISREG(os.lstat(os.path.join(d, name)).st_mode):
-                    return f"{role} folder's {name} is not a plain file"
-        return None
-
-    def hand(self, reference: str, candidate: str, spec_for: Any) -> None:
-        """Write the sources into the private folders (new plain files only), then hand each child its spec."""
-        for role, d in self.dirs.items():
-            sources = {"reference.py": reference}
-            if role in ("candidate", "replay"):
-                sources["candidate.py"] = candidate
-            for name, text in sources.items():
-                fd = os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-                with open(fd, "w") as f:
-                    f.write(text)
-        try:
-            for role, conn in self.starts.items():
-                conn.send(dataclasses.replace(spec_for(self.dirs[role]), group_uid=self.uid))
-                conn.close()
-        except OSError as e:
-            raise Infra("infra", f"an evaluation child died before its evaluation began: {e}") from e
-
-    def kill(self) -> None:
-        for p in self.procs.values():
-            _kill_group(p)
-
-    def reap(self) -> None:
-        if self.uid is not None:  # whatever of the evaluation's uid left the tree the kill walked (no PID namespace)
-            _kill_uid(self.uid, self.interpret)
-        for p in self.procs.values():
-            p.join(5)
-            _remove_ipc_files(p.pid)
-        for conn in self.starts.values():
-            conn.close()
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 class _Conversation:
@@ -732,32 +587,6 @@ def _candidate_out_of_memory(result: VerifyResult) -> bool:
         return False
     message = result.error.message.lower()
     return "outofmemoryerror" in message or "out of memory" in message
-
-
-def _kill_uid(uid: int, interpret: bool) -> None:
-    """sandbox.kill_uid in a child of the fork-server (it drops to the uid; this process has threads to fork)."""
-    try:
-        proc = ChildProcess(
-            target=_entry, args=("drkernel.verify.sandbox", "kill_uid", uid), daemon=True, interpret=interpret
-        )
-        proc.start()
-    except Exception:
-        return  # the fork-server is gone: so are the children it forked (parent-death signal)
-    proc.join(30)
-
-
-def _remove_ipc_files(pid: int | None) -> None:
-    """CUDA IPC reference-counter files (/dev/shm/torch_<pid>_*) of a child killed before torch could
-    unlink them; left behind, they fill /dev/shm one evaluation at a time."""
-    if pid is None:
-        return
-    import glob
-
-    for path in glob.glob(f"/dev/shm/torch_{pid}_*"):
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
 
 
 def _accelerator_nodes() -> bool:

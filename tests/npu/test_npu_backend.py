@@ -1,4 +1,4 @@
-"""The verifier's NPU backend (drkernel/verify/devices.py) run against the fake torch.npu / torch_npu surface
+"""The verifier's NPU backend (drkernel/verify/judging/backends.py) run against the fake torch.npu / torch_npu surface
 read from the real torch_npu sources: timing with NPU events, syncs, seeds, profiler kernel times."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fake_npu import TORCH_NPU, SurfaceError, _limit, install
 
-from drkernel.verify.devices import NpuBackend, make_backend
+from drkernel.verify.judging.backends import NpuBackend, make_backend
 
 
 def test_events_time_the_call_and_every_stream_is_synced(monkeypatch, tmp_path):

@@ -16,7 +16,7 @@ from drkernel.config.verifier import VerifyOptions
 from drkernel.perfmodel import get_profile
 from drkernel.perfmodel.aten_count import AtenCounter
 from drkernel.perfmodel.triton_count import FREE_OPS, ROUTED_OPS, Race, TritonCounter, Unsupported
-from drkernel.verify.replay import model_locally, priced
+from drkernel.verify.cost_model.replay import model_locally, priced
 
 from . import kernels as k
 

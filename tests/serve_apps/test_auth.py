@@ -1,6 +1,6 @@
 """The shared bearer-token check (serve_apps/auth.py) and the reference pre-checks: pure functions, no Ray."""
 
-from drkernel.verify.reference_source import one_line, reference_problem
+from drkernel.verify.static.reference_source import one_line, reference_problem
 from serve_apps.auth import client_of, tokens_from_env
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from drkernel.verify.sandbox import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, UID_BASE
+from drkernel.verify.process.sandbox import CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, UID_BASE
 
 _PROBE = f"""
 import ctypes, json, os, sys

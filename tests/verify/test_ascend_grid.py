@@ -7,9 +7,9 @@ import torch
 import triton
 import triton.language as tl
 
-from drkernel.verify.ascend_grid import MAX_PROGRAMS, AscendGridTooLarge, check_programs
-from drkernel.verify.launches import LaunchRecorder
-from drkernel.verify.runner import classify
+from drkernel.verify.harness.ascend_grid import MAX_PROGRAMS, AscendGridTooLarge, check_programs
+from drkernel.verify.harness.launches import LaunchRecorder
+from drkernel.verify.harness.runner import classify
 
 
 @triton.jit

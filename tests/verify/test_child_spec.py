@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 from drkernel.config.verifier import VerifyOptions
-from drkernel.verify.child_spec import CPU_PERF_TRIALS, CPU_WARMUP, ChildSpec, child_spec
+from drkernel.verify.process.child_spec import CPU_PERF_TRIALS, CPU_WARMUP, ChildSpec, child_spec
 
 
 def test_a_spec_is_frozen_and_survives_pickling():

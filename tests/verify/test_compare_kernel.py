@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 SCRIPT = r"""
 import json, math, torch
-from drkernel.verify import compare_kernel, tensors
+from drkernel.verify.judging import compare_kernel, tensors
 
 def torch_way(r, c, atol, rtol):
     nan_bad = int((torch.isnan(c) & ~torch.isnan(r)).sum())

@@ -1,4 +1,4 @@
-"""Pins for the judge's comparison code (drkernel.verify.tensors and the batched fast path in outputs.py):
+"""Pins for the judge's comparison code (drkernel.verify.judging.tensors and the batched fast path in outputs.py):
 every way a candidate can differ from the reference is refused with the one message that names it, the
 statistics are the documented ones, and the batched path passes a call only when tensors.compare would.
 Written against the survivors of a mutmut run over these functions (BENCHMARKS.md, Mutation testing)."""
@@ -10,10 +10,10 @@ import math
 import pytest
 import torch
 
-from drkernel.verify import tensors
-from drkernel.verify.outputs import batch_passes as _batch_passes
-from drkernel.verify.outputs import spec_mismatch as _spec_mismatch
-from drkernel.verify.outputs import specs as _specs
+from drkernel.verify.judging import tensors
+from drkernel.verify.judging.outputs import batch_passes as _batch_passes
+from drkernel.verify.judging.outputs import spec_mismatch as _spec_mismatch
+from drkernel.verify.judging.outputs import specs as _specs
 
 PASSED = {"max_abs_diff": 0.0, "rel_l2": 0.0, "elementwise": True, "scale": True}
 

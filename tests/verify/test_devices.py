@@ -2,7 +2,8 @@
 
 import pytest
 
-from drkernel.verify.devices import CpuBackend, DeviceUnavailable, env_for, make_backend, resolve_device
+from drkernel.devices import DeviceUnavailable, resolve_device
+from drkernel.verify.judging.backends import CpuBackend, env_for, make_backend
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from drkernel.verify import VerifyOptions, problem, tensors
+from drkernel.verify import VerifyOptions
 from drkernel.verify.engine import Verifier
+from drkernel.verify.harness import problem
+from drkernel.verify.judging import tensors
 
 HERE = Path(__file__).parent
 LIBRARY = HERE.parents[1] / "drkernel" / "tasks" / "library" / "row_argmax"
@@ -87,10 +89,11 @@ def test_the_verifier_fails_an_off_by_one_argmax_and_passes_the_shipped_ones() -
 
 def test_an_index_over_computed_logits_is_judged_by_the_logits(tmp_path: Path) -> None:
     """Red-team note N2: argmax of computed logits, the other of two tied classes. The reference's argmax operand is
-    recovered by re-running the reference under a capture (drkernel.verify.selections); without it the index fails."""
-    from drkernel.verify.devices import make_backend
-    from drkernel.verify.replay import model_locally
-    from drkernel.verify.selections import selection_sources
+    recovered by re-running the reference under a capture (drkernel.verify.judging.selections); without it the index
+    fails."""
+    from drkernel.verify.cost_model.replay import model_locally
+    from drkernel.verify.judging.backends import make_backend
+    from drkernel.verify.judging.selections import selection_sources
 
     ref = problem.import_file(str(HERE / "issue35" / "ref_logits_argmax_ties.py"), "ref_logits_argmax_ties")
     cand = problem.import_file(str(HERE / "issue35" / "logits_argmax_other_copy.py"), "logits_argmax_other_copy")

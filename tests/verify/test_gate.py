@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from drkernel.tasks import load_tasks
-from drkernel.verify.gate import check_source
+from drkernel.verify.static.gate import check_source
 
 ROOT = Path(__file__).resolve().parents[2]
 CANDIDATES = Path(__file__).parent / "candidates"

@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from drkernel.verify.gate import check_source
+from drkernel.verify.static.gate import check_source
 
 HEAD = """
 import functools
@@ -41,7 +41,7 @@ ATTACKS = {
     # 1. a torch submodule not on the old name list travels as a value, then reaches os/sys and the real setattr
     "module_in_tuple": (
         "_m = (torch.autograd.forward_ad,)[0]\n_sys = _m.os.sys\n"
-        "_b = _sys.modules['builtins']\n_b.setattr(_sys.modules['drkernel.verify.runner'], 'x', None)\n",
+        "_b = _sys.modules['builtins']\n_b.setattr(_sys.modules['drkernel.verify.harness.runner'], 'x', None)\n",
         "module torch.autograd.forward_ad used as a value",
     ),
     "module_through_argument": (

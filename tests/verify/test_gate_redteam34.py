@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from drkernel.config.verifier import VerifyOptions
-from drkernel.verify.gate import check_source
-from drkernel.verify.replay import model_locally
+from drkernel.verify.cost_model.replay import model_locally
+from drkernel.verify.static.gate import check_source
 
 CANDIDATES = Path(__file__).parent / "candidates"
 FINDINGS = {

@@ -8,13 +8,13 @@ import pytest
 import torch
 
 # isort: off
-import drkernel.verify.interpreter_env  # noqa: F401  (before triton)
+import drkernel.verify.process.interpreter_env  # noqa: F401  (before triton)
 import triton
 import triton.language as tl
 from triton.runtime.interpreter import InterpreterBuilder
 
 # isort: on
-from drkernel.verify import gpu_dot
+from drkernel.verify.harness import gpu_dot
 
 
 def _f32(bits: int) -> np.float32:
@@ -96,7 +96,7 @@ def test_emulation_reproduces_the_h200_conversions(precision: str):
 
 
 def test_replacing_the_dot_in_the_candidates_process_is_harness_tampering():
-    from drkernel.verify.tamper import HarnessSnapshot
+    from drkernel.verify.harness.tamper import HarnessSnapshot
 
     with gpu_dot.emulated():
         snapshot = HarnessSnapshot()

@@ -1,7 +1,7 @@
-"""Issue 34, red-team F3/F6/F7: the candidate's own process checks every Triton launch (drkernel/verify/launches.py).
-Run through `_verify_ungated`, so the process holds without the static gate: a kernel that pokes Python objects
-through raw interpreter pointers, a host object shaped like a tensor and a list of tensors are each a candidate
-error, never a reward."""
+"""Issue 34, red-team F3/F6/F7: the candidate's own process checks every Triton launch
+(drkernel/verify/harness/launches.py). Run through `_verify_ungated`, so the process holds without the static gate:
+a kernel that pokes Python objects through raw interpreter pointers, a host object shaped like a tensor and a list
+of tensors are each a candidate error, never a reward."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import pytest
 from drkernel.rl.rewards import RewardConfig, score
 from drkernel.verify import VerifyOptions
 from drkernel.verify.engine import Verifier
-from drkernel.verify.runner import numerics
+from drkernel.verify.harness.runner import numerics
 
 pytestmark = pytest.mark.integration
 

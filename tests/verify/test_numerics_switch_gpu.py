@@ -58,7 +58,7 @@ def test_a_numerics_switch_earns_nothing_on_cuda() -> None:
 
 def test_the_comparison_alone_fails_a_tf32_product_of_this_size() -> None:
     """What the comparison sees if the switch went unnoticed: cuBLAS TF32 against FP32 on the reference's shapes."""
-    from drkernel.verify import tensors
+    from drkernel.verify.judging import tensors
 
     a, b = torch.randn(1024, 4096, device="cuda"), torch.randn(4096, 1024, device="cuda")
     exact = torch.relu(a @ b)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from drkernel.verify.precision import enough_rounds, median_interval, relative_half_width
+from drkernel.verify.judging.precision import enough_rounds, median_interval, relative_half_width
 
 
 def test_interval_ranks_follow_the_binomial_approximation():

@@ -12,7 +12,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drkernel.verify import protocol
+from drkernel.verify.process import protocol
 
 
 def pipe():

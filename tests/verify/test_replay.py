@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import triton.language as tl
 
-import drkernel.verify.interpreter_env  # noqa: F401  (before triton)
+import drkernel.verify.process.interpreter_env  # noqa: F401  (before triton)
 from drkernel.config.verifier import VerifyOptions
-from drkernel.verify import protocol
-from drkernel.verify.gate import check_source
-from drkernel.verify.replay import ReplayFailed, load_kernels, model_candidate, rebuild_source, trace_locally
+from drkernel.verify.cost_model.replay import ReplayFailed, load_kernels, model_candidate, rebuild_source, trace_locally
+from drkernel.verify.process import protocol
+from drkernel.verify.static.gate import check_source
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTOR_REF = (ROOT / "examples" / "vector_add" / "reference.py").read_text()
@@ -223,7 +223,7 @@ def test_work_done_in_numpy_is_a_literal_and_fails(tmp_path):
 def test_tensor_from_outside_the_forward_cannot_be_traced():
     import torch
 
-    from drkernel.verify.trace import TraceError, TraceRecorder
+    from drkernel.verify.cost_model.trace import TraceError, TraceRecorder
 
     hidden = torch.randn(4)  # neither an input, committed state, nor made in the forward
     recorder = TraceRecorder([torch.randn(4)], {})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drkernel.verify import protocol
+from drkernel.verify.process import protocol
 from drkernel.verify.result import VerifyResult
 
 

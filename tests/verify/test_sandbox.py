@@ -21,11 +21,12 @@ from pathlib import Path
 import pytest
 from sandbox_layers import require_layers, skip_unless_host_has
 
-from drkernel.verify.sandbox import UID_BASE, UID_GROUP_BASE, group_uid
+from drkernel.verify.process.sandbox import UID_BASE, UID_GROUP_BASE, group_uid
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
+SANDBOX = "drkernel/verify/process/sandbox.py"
 DRIVER = r"""
 import json, os, sys
 spec = json.loads(sys.argv[1])
@@ -35,7 +36,7 @@ def report(**kw):
     out.write(json.dumps(kw) + "\n")
 if spec["preload"]:
     import torch, triton, triton.language as tl  # what the warm fork-server has imported
-from drkernel.verify.sandbox import isolate
+from drkernel.verify.process.sandbox import isolate
 layers = isolate(spec["workdir"], on_accelerator=spec["accelerator"], memory_limit_mb=None, nproc_limit=spec["nproc"],
                  env={"TRITON_INTERPRET": "1"}, uid=spec["uid"])
 report(kind="layers", layers=layers, pid=os.getpid(), uid=os.getuid(), gid=os.getgid(), groups=os.getgroups())
@@ -56,8 +57,8 @@ try:
 except PermissionError:
     facts["regain_root"] = "refused"
 import wave  # stdlib, not imported before: read from the interpreter below the mode-700 home
-import drkernel.verify.gate  # the checkout in the mode-700 folder, first imported now
-facts["checkout_module"] = drkernel.verify.gate.__file__
+import drkernel.verify.static.gate  # the checkout in the mode-700 folder, first imported now
+facts["checkout_module"] = drkernel.verify.static.gate.__file__
 cache = os.environ["TRITON_CACHE_DIR"]
 os.makedirs(cache, exist_ok=True)
 facts["cache_owner"] = os.stat(cache).st_uid
@@ -182,7 +183,7 @@ def locked_checkout():
     clone = Path(home, "drk")
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
     subprocess.run(
-        ["cp", str(REPO / "drkernel/verify/sandbox.py"), str(clone / "drkernel/verify/sandbox.py")], check=True
+        ["cp", str(REPO / SANDBOX), str(clone / SANDBOX)], check=True
     )  # the working copy under test, committed or not
     yield home, clone
     subprocess.run(["rm", "-rf", home], check=False)

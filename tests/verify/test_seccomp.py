@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from drkernel.verify import seccomp
+from drkernel.verify.process import seccomp
 
 pytestmark = pytest.mark.skipif(
     platform.system() != "Linux" or platform.machine() != "x86_64", reason="the filter is built for Linux x86_64"

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
-import drkernel.verify.interpreter_env  # noqa: F401  (before triton)
-from drkernel.verify import VerifyOptions, coverage, problem
+import drkernel.verify.process.interpreter_env  # noqa: F401  (before triton)
+from drkernel.verify import VerifyOptions
 from drkernel.verify.engine import Verifier
-from drkernel.verify.launches import LaunchRecorder
-from drkernel.verify.timing_phase import stage_charge
+from drkernel.verify.harness import coverage, problem
+from drkernel.verify.harness.launches import LaunchRecorder
+from drkernel.verify.judging.timing_phase import stage_charge
 
 HERE = Path(__file__).parent / "issue35"
 REFERENCE = (HERE / "ref_matmul_rowsum.py").read_text()

@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from drkernel.verify import tensors
+from drkernel.verify.judging import tensors
 
 
 def test_compare_rules():

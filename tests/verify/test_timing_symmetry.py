@@ -13,8 +13,8 @@ import os
 import pytest
 
 from drkernel.verify import Verifier, VerifyOptions
-from drkernel.verify.channel import open_ipc_refcounters as _open_ipc_refcounters
-from drkernel.verify.engine import _remove_ipc_files
+from drkernel.verify.process.channel import open_ipc_refcounters as _open_ipc_refcounters
+from drkernel.verify.process.group import remove_ipc_files
 
 pytestmark = pytest.mark.integration
 
@@ -91,7 +91,7 @@ def test_ipc_files_of_a_killed_child_are_removed():
         with open(path, "w"):
             pass
     try:
-        _remove_ipc_files(4194998)
+        remove_ipc_files(4194998)
         assert not os.path.exists(dead) and os.path.exists(other)
     finally:
         for path in (dead, other):
@@ -104,8 +104,8 @@ def test_batched_comparison_never_passes_what_compare_fails():
     with the same statistics, and every doubtful call is left to tensors.compare."""
     import torch
 
-    from drkernel.verify import tensors
-    from drkernel.verify.outputs import batch_passes as _batch_passes
+    from drkernel.verify.judging import tensors
+    from drkernel.verify.judging.outputs import batch_passes as _batch_passes
 
     torch.manual_seed(0)
     ref = [[torch.randn(4, 33)] for _ in range(6)]

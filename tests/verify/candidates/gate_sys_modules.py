@@ -6,7 +6,7 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-_harness = sys.modules.get('drkernel.verify.candidate_process')
+_harness = sys.modules.get('drkernel.verify.harness.candidate_process')
 
 
 @triton.jit

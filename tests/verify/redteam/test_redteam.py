@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from sandbox_layers import require_layers
 
-from drkernel.verify import VerifyOptions, protocol
+from drkernel.verify import VerifyOptions
 from drkernel.verify.engine import Verifier
-from drkernel.verify.gate import check_source
+from drkernel.verify.process import protocol
+from drkernel.verify.static.gate import check_source
 
 pytestmark = pytest.mark.integration
 

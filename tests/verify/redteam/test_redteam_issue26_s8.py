@@ -7,7 +7,7 @@ from this one and applies each role's own sandbox (`<role>.prepare("cuda", ...)`
 CPU box is the accelerator sandbox minus the device, then runs the attack in the candidate's process (code in that
 process is assumed, as in test_redteam.py; the gate findings below say how far the gate lets it get).
 
-The same-uid findings are closed by the candidate runner's seccomp filter (drkernel/verify/seccomp.py), which
+The same-uid findings are closed by the candidate runner's seccomp filter (drkernel/verify/process/seccomp.py), which
 candidate_process.prepare installs: with it off, the three CPU tests of part 1 fail."""
 
 from __future__ import annotations
@@ -30,16 +30,17 @@ import pytest
 from sandbox_layers import skip_unless_host_has
 
 from drkernel.verify import Verifier, VerifyOptions, engine
-from drkernel.verify.gate import check_source
-from drkernel.verify.sandbox import descendants, group_uid
+from drkernel.verify.process.group import Group
+from drkernel.verify.process.sandbox import descendants, group_uid
+from drkernel.verify.static.gate import check_source
 
 pytestmark = pytest.mark.integration
 
 CTX = multiprocessing.get_context("fork")
 ROLES = {
-    "judge": "drkernel.verify.judge",
-    "reference": "drkernel.verify.reference_process",
-    "candidate": "drkernel.verify.candidate_process",
+    "judge": "drkernel.verify.judging.judge",
+    "reference": "drkernel.verify.harness.reference_process",
+    "candidate": "drkernel.verify.harness.candidate_process",
 }
 
 
@@ -109,7 +110,7 @@ def evaluation(roles: dict[str, Callable[[Any], None]]) -> Iterator[tuple[int, d
             conn.send("go")
         yield uid, {"procs": procs, "conns": conns}, first
     finally:
-        group = engine._Group.__new__(engine._Group)  # the engine's own teardown of a group's children
+        group = Group.__new__(Group)  # the engine's own teardown of a group's children
         group.procs, group.uid, group.interpret, group.starts, group.root = procs, uid, True, {}, root
         for p in procs.values():
             with contextlib.suppress(ProcessLookupError):
@@ -252,7 +253,7 @@ def _detached_child(conn: Any) -> None:
 def test_a_candidates_process_does_not_outlive_its_evaluation():
     """Found: such a process survived the engine's teardown and kept the evaluation's uid, which group_uid()
     hands out again 512 groups later (one H200 training step is 768 evaluations): from there it could stop or
-    starve a later evaluation's reference runner as above. Fixed: _Group.kill also kills every process of the
+    starve a later evaluation's reference runner as above. Fixed: Group.kill also kills every process of the
     group's uid (one kill(-1) as that uid)."""
     with evaluation({"candidate": _detached_child}) as (uid, run, _):
         assert run["conns"]["candidate"].poll(60)

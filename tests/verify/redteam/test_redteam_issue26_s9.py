@@ -1,4 +1,4 @@
-"""Red team, issue 26 session 9: the verifier's timing now ends early (drkernel.verify.precision), the
+"""Red team, issue 26 session 9: the verifier's timing now ends early (drkernel.verify.judging.precision), the
 input-mutation check compares bits (tensors.identical), and spares warm the device's libraries. Each test
 asserts what a correct verifier does. Real Verifier on CPU, Triton interpreter, candidate gated as in training."""
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from drkernel.verify import Verifier, VerifyOptions, tensors
+from drkernel.verify import Verifier, VerifyOptions
+from drkernel.verify.judging import tensors
 
 HERE = Path(__file__).parent
 CANDIDATES = HERE.parent / "candidates"

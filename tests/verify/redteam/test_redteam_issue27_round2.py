@@ -13,13 +13,14 @@ import torch
 import triton
 import triton.language as tl
 
-import drkernel.verify.interpreter_env  # noqa: F401  (before triton)
+import drkernel.verify.process.interpreter_env  # noqa: F401  (before triton)
 from drkernel.perfmodel import get_profile, model_time
 from drkernel.perfmodel.aten_count import AtenCounter
 from drkernel.perfmodel.triton_count import Race, TritonCounter
 from drkernel.rl.rewards import RewardConfig, score
-from drkernel.verify import VerifyOptions, problem
+from drkernel.verify import VerifyOptions
 from drkernel.verify.engine import Verifier
+from drkernel.verify.harness import problem
 
 HERE = Path(__file__).parent
 LONG_K = (HERE / "ref_matmul_long_k.py").read_text()

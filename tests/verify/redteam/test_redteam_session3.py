@@ -13,7 +13,7 @@ import pytest
 from drkernel.rl.rewards import RewardConfig, score
 from drkernel.verify import VerifyOptions
 from drkernel.verify.engine import Verifier, _out_of_memory
-from drkernel.verify.timing_phase import TRACE_PAYLOAD_MB
+from drkernel.verify.judging.timing_phase import TRACE_PAYLOAD_MB
 
 pytestmark = pytest.mark.integration
 
