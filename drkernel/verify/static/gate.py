@@ -12,8 +12,9 @@ would travel (a tuple, an argument, a default, a lambda, a walrus), whatever its
 refused however it is reached. An attribute named at run time (getattr & co. with a built string) is
 allowed only on the candidate's own objects (self, cls, its classes and what hangs off self), and only
 when its literal head starts with a letter and cannot grow into a denied name. A `@triton.jit` body is
-the Triton language only (gate_kernel). A name bound from a call, subscript or attribute read holds an
-object the candidate fetched, not made: storing into its attributes is monkey-patching.
+the Triton language only (gate_kernel); outside them a kernel is only launched, with scalar grids and hooks
+(gate_launches). A name bound from a call, subscript or attribute read holds an object the candidate fetched,
+not made: storing into its attributes is monkey-patching (what the module binds is read first: gate_bindings).
 It is one layer: the process sandbox and the trusted-side checks hold without it. It runs in the
 verifier's own process (a rejected source costs no child process), which therefore imports the
 allowed modules (torch, Triton) on the first check.
@@ -22,10 +23,11 @@ allowed modules (torch, Triton) on the first check.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from drkernel.verify.static.gate_kernel import CONSTEXPR, KernelRules, literal, mark_chains, object_path
+from drkernel.verify.static.gate_bindings import ModuleBindings, binding_counts, chain_root, import_alias
+from drkernel.verify.static.gate_kernel import KernelRules, mark_chains, object_path
+from drkernel.verify.static.gate_launches import LaunchRules
 from drkernel.verify.static.gate_objects import REAL, path_problem
 from drkernel.verify.static.gate_policy import (
     ALLOWED_MODULES,
@@ -36,17 +38,13 @@ from drkernel.verify.static.gate_policy import (
     DENIED_BUILTINS,
     DENIED_PREFIXES,
     DUNDER_DEFS,
-    FRESH_BUILTINS,
     GLOBAL_CLASSES,
-    JIT_HOST_CALLS,
     LAUNCH_HOOKS,
     LIBRARY_KERNEL_NAME,
     OWN_RECEIVERS,
     PLAIN_CALLS,
     REFUSED_NAMES,
     SAFE_BUILTINS,
-    SCALAR_HOOK_CALLS,
-    SCALAR_HOOK_METHODS,
     TENSOR_CLASSES,
     TENSOR_PROTOCOL,
 )
@@ -75,12 +73,6 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
-def _root(node: ast.AST) -> ast.AST:
-    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
-        node = node.value
-    return node
-
-
 def _dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__") and len(name) > 4
 
@@ -99,8 +91,6 @@ def _literal(node: ast.AST) -> bool:
 BUILTIN_VALUE_TYPES = frozenset(
     {"tuple", "list", "dict", "set", "frozenset", "int", "float", "complex", "str", "bytes"}
 )
-NOT_IN_HOOKS = (ast.Lambda, ast.NamedExpr, ast.comprehension, ast.Await, ast.Yield, ast.YieldFrom, ast.Starred)
-SCALAR_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.Return, ast.If, ast.Expr, ast.Pass)  # no `+=`: in place on a tensor
 
 
 def _computed_name_problem(node: ast.AST, own_names: set[str] = frozenset()) -> str | None:
@@ -121,46 +111,7 @@ def _computed_name_problem(node: ast.AST, own_names: set[str] = frozenset()) -> 
     return None
 
 
-def _bindings(tree: ast.Module) -> dict[str, int]:
-    """How many places bind each name (any scope): an alias made by assignment must be bound only once."""
-    counts: dict[str, int] = {}
-
-    def add(name: str | None) -> None:
-        if name:
-            counts[name] = counts.get(name, 0) + 1
-
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            add(node.id)
-        elif isinstance(node, ast.arg):
-            add(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for a in node.names:
-                add(a.asname or a.name.partition(".")[0])
-        elif isinstance(node, ast.ExceptHandler):
-            add(node.name)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            for name in node.names:
-                add(name)
-                add(name)
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar)):
-            add(node.name)
-        elif isinstance(node, ast.MatchMapping):
-            add(node.rest)
-    return counts
-
-
-def _import_alias(node: ast.Import | ast.ImportFrom, alias: ast.alias) -> tuple[str, str]:
-    """(bound name, dotted path) of one import binding."""
-    if isinstance(node, ast.ImportFrom):
-        return alias.asname or alias.name, f"{node.module}.{alias.name}"
-    head = alias.name.partition(".")[0]
-    return (alias.asname, alias.name) if alias.asname else (head, head)
-
-
-class _Scanner(ast.NodeVisitor):
+class _Scanner(ModuleBindings, LaunchRules, ast.NodeVisitor):
     def __init__(self, tree: ast.Module) -> None:
         self.aliases: dict[str, str] = {}  # name -> dotted module/object path it stands for
         self.parents: dict[int, ast.AST] = {}
@@ -170,13 +121,13 @@ class _Scanner(ast.NodeVisitor):
             for child in ast.iter_child_nodes(parent):
                 self.parents[id(child)] = parent
             if isinstance(parent, ast.Import) or (isinstance(parent, ast.ImportFrom) and parent.module):
-                self.aliases.update(_import_alias(parent, a) for a in parent.names)
+                self.aliases.update(import_alias(parent, a) for a in parent.names)
             elif isinstance(parent, ast.ClassDef):
                 self.classes.add(parent.name)
             elif isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 functions.append(parent)
         mark_chains(tree)
-        self.bindings = _bindings(tree)
+        self.bindings = binding_counts(tree)
         self.alias_values: set[int] = set()  # the value nodes of those module-level aliases
         self.assigned_aliases = self._assigned_aliases(tree)
         self.aliases.update(self.assigned_aliases)
@@ -203,150 +154,6 @@ class _Scanner(ast.NodeVisitor):
         self.ok_nodes: set[int] = set()  # Name/Attribute nodes already judged in their call context
         self.jit_locals: set[str] | None = None  # set while inside a jit body
         self.kernel_rules = KernelRules(self._resolve, self._flag, self.jit_names, set(self.constants))
-
-    # ------------------------------------------------------------------ helpers
-    def _assigned_aliases(self, tree: ast.Module) -> dict[str, str]:
-        """`F = torch.nn.functional` at module level, F bound nowhere else: an import under another name."""
-        found: dict[str, str] = {}
-        for node in tree.body:
-            if (
-                isinstance(node, ast.Assign)
-                and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)
-                and self.bindings.get(node.targets[0].id) == 1
-            ):
-                path = self._resolve(node.value)
-                if path is not None:
-                    found[node.targets[0].id] = self.aliases[node.targets[0].id] = path
-                    self.alias_values.add(id(node.value))
-        return found
-
-    def _rebound_names(self, tree: ast.Module) -> dict[str, ast.AST]:
-        """Import aliases and jit functions bound by anything else too (an assignment, def, argument, loop...):
-        a kernel body, which Triton runs with the module's globals, would meet the other object at run time."""
-        imports: dict[str, set[str]] = {}
-        counts: dict[str, int] = {}
-        where: dict[str, ast.AST] = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import) or (isinstance(node, ast.ImportFrom) and node.module):
-                for a in node.names:
-                    name, path = _import_alias(node, a)
-                    imports.setdefault(name, set()).add(path)
-                    counts[name] = counts.get(name, 0) + 1
-                    where.setdefault(name, node)
-        found = {name: where[name] for name, paths in imports.items() if len(paths) > 1}
-        for name in imports:
-            if self.bindings.get(name, 0) > counts[name]:
-                found[name] = where[name]
-        for fn in ast.walk(tree):
-            if isinstance(fn, ast.FunctionDef) and fn.name in self.jit_names and self.bindings.get(fn.name, 0) > 1:
-                found[fn.name] = fn
-        return found
-
-    def _kernel_aliases(self, tree: ast.Module) -> set[str]:
-        """Names bound only to the file's jit functions (`kernel = k2d if big else k3d` spelt as two
-        assignments): launched like the kernels themselves."""
-        made: dict[str, int] = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                if self._kernel_ref(node.value) and node.targets[0].id not in self.jit_names:
-                    made[node.targets[0].id] = made.get(node.targets[0].id, 0) + 1
-        return {name for name, n in made.items() if self.bindings.get(name) == n}
-
-    def _built_modules(self, tree: ast.Module) -> set[str]:
-        """Names bound only to a construction of an nn.Module subclass or of the candidate's own class
-        (`lstm = nn.LSTM(...)`): objects it built, whose attributes it may name at run time."""
-        assigns = [
-            (node.targets[0].id, node.value)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-        ]
-        built: set[str] = set()
-        while True:  # `lstm = self.lstm` is the candidate's own too: to a fixed point
-            own = OWN_RECEIVERS | {"cls"} | self.classes | built
-            made: dict[str, int] = {}
-            for name, value in assigns:
-                root = value
-                while isinstance(root, ast.Attribute):
-                    root = root.value
-                func = value.func if isinstance(value, ast.Call) else None
-                path = self._resolve(func) if func is not None else None
-                if (
-                    (isinstance(func, ast.Name) and func.id in self.classes and func.id not in self.aliases)
-                    or (path is not None and REAL.is_module_class(path))
-                    or (isinstance(value, ast.Attribute) and isinstance(root, ast.Name) and root.id in own)
-                ):
-                    made[name] = made.get(name, 0) + 1
-            found = {name for name, n in made.items() if self.bindings.get(name) == n} - self.aliases.keys()
-            if found <= built:
-                return built
-            built |= found
-
-    def _constants(self, tree: ast.Module) -> dict[str, ast.expr]:
-        """Module-level names bound once to a literal or `tl.constexpr(literal)`: the globals a kernel body
-        may read (the replay rebuilds them and nothing else)."""
-        found = {}
-        for node in tree.body:
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if len(targets) == 1 and isinstance(targets[0], ast.Name) and self.bindings.get(targets[0].id) == 1:
-                    if constant_value(node.value, self._resolve):
-                        found[targets[0].id] = node.value
-        return found
-
-    def _fetched_names(self, tree: ast.Module) -> set[str]:
-        """Names bound (anywhere: scopes are not told apart, which only over-approximates) to an object
-        the candidate fetched rather than made: a call that is not a class construction, an item, an
-        attribute of something other than its own `self`/`ctx`/classes, or another such name; loop and
-        `with` targets over one. Iterated to a fixed point, since a name may be bound before it is read."""
-        bindings: list[tuple[ast.AST, ast.AST]] = []
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign):
-                bindings += [(t, node.value) for t in node.targets]
-            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-                bindings.append((node.target, node.value))
-            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-                bindings.append((node.target, node.iter))
-            elif isinstance(node, (ast.With, ast.AsyncWith)):
-                bindings += [(i.optional_vars, i.context_expr) for i in node.items if i.optional_vars is not None]
-        fetched: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for target, value in bindings:
-                if not self._is_fetched(value, fetched):
-                    continue
-                for name in _bound_names(target):
-                    if name not in fetched:
-                        fetched.add(name)
-                        changed = True
-        return fetched
-
-    def _is_fetched(self, value: ast.AST, fetched: set[str]) -> bool:
-        if isinstance(value, ast.Name):
-            return value.id in fetched
-        if isinstance(value, (ast.Tuple, ast.List)):
-            return any(self._is_fetched(e, fetched) for e in value.elts)
-        if isinstance(value, ast.IfExp):
-            return self._is_fetched(value.body, fetched) or self._is_fetched(value.orelse, fetched)
-        if isinstance(value, ast.BoolOp):
-            return any(self._is_fetched(v, fetched) for v in value.values)
-        if isinstance(value, (ast.Starred, ast.Await, ast.NamedExpr)):
-            return self._is_fetched(value.value, fetched)
-        if isinstance(value, ast.Call):
-            func = value.func
-            if isinstance(func, ast.Name) and (func.id in self.classes or func.id in FRESH_BUILTINS):
-                return False
-            path = self._resolve(func)
-            if path is not None:  # a library class builds a fresh instance
-                return not REAL.is_class(path)
-            return True
-        if isinstance(value, ast.Subscript):
-            return True
-        if isinstance(value, ast.Attribute):
-            root = _root(value)
-            return not (isinstance(root, ast.Name) and root.id in OWN_RECEIVERS | self.classes)
-        return False
 
     def _flag(self, node: ast.AST, what: str) -> None:
         self.violations.append(f"line {getattr(node, 'lineno', '?')}: {what}")
@@ -424,7 +231,7 @@ class _Scanner(ast.NodeVisitor):
         if isinstance(target, ast.Attribute) and target.attr in TENSOR_PROTOCOL:
             self._flag(node, f"assignment to .{target.attr} (Triton's interpreter would take the object for a tensor)")
         if isinstance(target, (ast.Attribute, ast.Subscript)):
-            root = _root(target)
+            root = chain_root(target)
             if (
                 isinstance(target, ast.Attribute)
                 and isinstance(root, ast.Name)
@@ -619,117 +426,6 @@ class _Scanner(ast.NodeVisitor):
             self._grid(node.slice)
         self.generic_visit(node)
 
-    def _kernel_ref(self, node: ast.AST) -> bool:
-        """`kernel` or `self.kernel` / `Cls.kernel` for one of the file's jit functions."""
-        return (isinstance(node, ast.Name) and node.id in self.jit_names | self.kernel_aliases) or (
-            isinstance(node, ast.Attribute) and node.attr in self.jit_names
-        )
-
-    def _kernel_value(self, node: ast.Name | ast.Attribute) -> None:
-        """Outside kernel bodies a jit function is only launched, `kernel[grid](...)`: carried anywhere else
-        (another name, an argument, `.run(grid=...)`) its grid could be a function no rule read."""
-        parent = self.parents.get(id(node))
-        if isinstance(parent, ast.Subscript) and parent.value is node:
-            return
-        if isinstance(parent, ast.Assign) and parent.value is node:
-            if all(isinstance(t, ast.Name) and t.id in self.kernel_aliases for t in parent.targets):
-                return
-        self._flag(node, f"{ast.unparse(node)} used other than as kernel[grid](...)")
-
-    def _grid(self, grid: ast.AST) -> None:
-        """`kernel[grid]`: a grid function runs inside the launch (inside the kernel's measured time), so it
-        is a scalar lambda or def; a name holding the grid is bound only to those, tuples, lists or calls; a call
-        only of the file's scalar defs that return a tuple or list literal (a call could return a function)."""
-        if isinstance(grid, (ast.Lambda, ast.FunctionDef)):
-            if not self._scalar_lambda(grid):
-                self._flag(grid, "a grid function is not scalar arithmetic on its arguments")
-        elif isinstance(grid, ast.Name):
-            values = self.grid_bindings.get(grid.id)
-            if values is None or len(values) != self.bindings.get(grid.id, 0):
-                self._flag(grid, f"grid {grid.id} is bound to something other than a tuple, list, call or function")
-            else:
-                for value in values:
-                    self._grid(value)
-        elif isinstance(grid, ast.Call):
-            if not self._tuple_factory(grid):
-                self._flag(grid, f"grid {ast.unparse(grid)[:40]} is a call that could return a function")
-        elif not isinstance(grid, (ast.Tuple, ast.List)):
-            self._flag(grid, f"grid {ast.unparse(grid)[:40]} is not a tuple, list, call or function")
-
-    def _tuple_factory(self, call: ast.Call) -> bool:
-        """A call of a name bound only to the file's scalar defs, each returning tuple or list literals."""
-        if not isinstance(call.func, ast.Name) or self._resolve(call.func) is not None:
-            return False
-        defs = self.grid_bindings.get(call.func.id, [])
-        if not defs or len(defs) != self.bindings.get(call.func.id, 0):
-            return False
-        for fn in defs:
-            if not (isinstance(fn, ast.FunctionDef) and self._scalar_lambda(fn)):
-                return False
-            returns = [r for stmt in fn.body for r in ast.walk(stmt) if isinstance(r, ast.Return)]
-            if not returns or not all(isinstance(r.value, (ast.Tuple, ast.List)) for r in returns):
-                return False
-        return True
-
-    def _launch_hooks(self, node: ast.Call, which: str) -> None:
-        """autotune/Config/heuristics: the functions Triton calls at launch are scalar lambdas (see policy)."""
-        positional, keywords = LAUNCH_HOOKS[which]
-        if len(node.args) > positional or any(isinstance(a, ast.Starred) for a in node.args):
-            self._flag(node, f"{which} with more than {positional} positional arguments")
-        hooks = [k.value for k in node.keywords if k.arg in keywords or k.arg is None]
-        if which.endswith("heuristics"):
-            values = node.args[0] if node.args else None
-            if not isinstance(values, ast.Dict) or None in values.keys:
-                self._flag(node, "triton.heuristics without a literal dict of lambdas")
-            else:
-                hooks += values.values
-        for hook in hooks:
-            if isinstance(hook, ast.Dict) and None not in hook.keys:  # prune_configs_by={'perf_model': ...}
-                hooks += hook.values
-            elif not self._scalar_lambda(hook):
-                self._flag(
-                    hook,
-                    f"a function Triton calls at launch ({ast.unparse(hook)[:60]}) is not a lambda "
-                    "of scalar arithmetic on its arguments",
-                )
-
-    def _scalar_lambda(self, node: ast.AST) -> bool:
-        """A lambda (or a def of plain assignments, ifs and returns) that reads what it likes but calls only
-        min/max/int/..., math, triton.cdiv/next_power_of_2 and a tensor's size methods: it can compute launch
-        parameters, not run (or write) a tensor operation."""
-        if not isinstance(node, (ast.Lambda, ast.FunctionDef)) or node.args.defaults or node.args.kw_defaults:
-            return False
-        if isinstance(node, ast.FunctionDef):
-            if node.decorator_list or node.returns:
-                return False
-            statements = [s for stmt in node.body for s in ast.walk(stmt) if isinstance(s, ast.stmt)]
-            if not all(isinstance(s, SCALAR_STATEMENTS) for s in statements):
-                return False
-            for s in statements:  # assignments bind names only: no store into a tensor or object
-                targets = s.targets if isinstance(s, ast.Assign) else [getattr(s, "target", None)]
-                for t in targets:
-                    if any(
-                        isinstance(n, (ast.Attribute, ast.Subscript, ast.Starred)) for n in ast.walk(t or ast.Pass())
-                    ):
-                        return False
-            body: ast.AST = ast.Module(body=node.body, type_ignores=[])
-        else:
-            body = node.body
-        for sub in ast.walk(body):
-            if isinstance(sub, ast.Call):
-                func, path = sub.func, self._resolve(sub.func)
-                if path is not None:
-                    if not (path in JIT_HOST_CALLS or path.startswith("math.")):
-                        return False
-                elif isinstance(func, ast.Name):
-                    if func.id not in SCALAR_HOOK_CALLS or func.id in self.bindings:
-                        return False
-                elif not (isinstance(func, ast.Attribute) and func.attr in SCALAR_HOOK_METHODS):
-                    return False
-            elif isinstance(sub, (ast.MatMult, *NOT_IN_HOOKS)):
-                return False
-        return True
-
     def _own_receiver(self, node: ast.AST) -> bool:
         """self, cls, ctx, the candidate's classes, the modules it built, and attribute chains hanging off
         them (`self.lstm`)."""
@@ -899,27 +595,6 @@ class _Scanner(ast.NodeVisitor):
         for kw in deco.keywords:
             if kw.arg not in JIT_OPTIONS or not _literal(kw.value):
                 self._flag(deco, f"triton.jit option {kw.arg or '**'} (literal {', '.join(sorted(JIT_OPTIONS))} only)")
-
-
-def constant_value(node: ast.AST, resolve: Callable[[ast.AST], str | None]) -> bool:
-    """A literal, or `tl.constexpr(literal)`: a module constant a kernel body may read."""
-    if literal(node):
-        return True
-    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and literal(node.args[0]):
-        path = resolve(node.func)
-        return path is not None and object_path(path) == CONSTEXPR
-    return False
-
-
-def _bound_names(target: ast.AST) -> list[str]:
-    """Names a binding target rebinds (not those inside `a.b = ` or `a[i] = `, which store into a)."""
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for elt in target.elts for n in _bound_names(elt)]
-    if isinstance(target, ast.Starred):
-        return _bound_names(target.value)
-    return []
 
 
 @dataclass
