@@ -42,21 +42,21 @@ MODULES: dict[str, list[str]] = {
     "data/stream": ["tests/data/test_stream.py"],
     # the verifier's comparison and verdict code (in-process tests only: a judge subprocess would import
     # the unmutated copy, so verifier-level tests cannot kill these mutants)
-    "verify/tensors": [
-        "tests/verify/test_tensors.py",
-        "tests/verify/test_comparison_pins.py",
-        "tests/verify/test_timing_symmetry.py::test_batched_comparison_never_passes_what_compare_fails",
+    "verify/judging/tensors": [
+        "tests/verify/judging/test_tensors.py",
+        "tests/verify/judging/test_comparison_pins.py",
+        "tests/verify/judging/test_timing_symmetry.py::test_batched_comparison_never_passes_what_compare_fails",
     ],
     "verify/verdict": ["tests/verify/test_verdict.py", "tests/rl/test_reward_pins.py"],
-    "verify/outputs": [
-        "tests/verify/test_comparison_pins.py",
-        "tests/verify/test_timing_symmetry.py::test_batched_comparison_never_passes_what_compare_fails",
+    "verify/judging/outputs": [
+        "tests/verify/judging/test_comparison_pins.py",
+        "tests/verify/judging/test_timing_symmetry.py::test_batched_comparison_never_passes_what_compare_fails",
     ],
 }
 
 # modules whose other functions need a GPU or a whole verifier run: only these functions are mutated
 ONLY_FUNCTIONS: dict[str, list[str]] = {
-    "verify/outputs": ["batch_passes", "specs", "spec_mismatch"],
+    "verify/judging/outputs": ["batch_passes", "specs", "spec_mismatch"],
 }
 
 

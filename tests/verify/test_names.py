@@ -76,7 +76,8 @@ def emitted(source: str) -> list[tuple[str, str]]:
 
 
 def _all_emitted() -> list[tuple[str, str, str]]:
-    return [(path.name, role, name) for path in sorted(VERIFY.glob("*.py")) for role, name in emitted(path.read_text())]
+    paths = sorted(VERIFY.rglob("*.py"))
+    return [(path.name, role, name) for path in paths for role, name in emitted(path.read_text())]
 
 
 def test_every_emitted_name_is_in_its_literal():

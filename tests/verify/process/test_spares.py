@@ -14,7 +14,7 @@ from drkernel.verify import Verifier, VerifyOptions
 
 pytestmark = pytest.mark.integration
 
-CANDIDATES = Path(__file__).parent / "candidates"
+CANDIDATES = Path(__file__).parents[1] / "candidates"
 REF = (CANDIDATES / "ref_add_relu.py").read_text()
 HONEST = (CANDIDATES / "honest_add_relu.py").read_text()
 # timeout_s: a budget, not a bound under test (a loaded 2-core box)

@@ -17,7 +17,7 @@ from drkernel.verify.harness import coverage, problem
 from drkernel.verify.harness.launches import LaunchRecorder
 from drkernel.verify.judging.timing_phase import stage_charge
 
-HERE = Path(__file__).parent / "issue35"
+HERE = Path(__file__).parents[1] / "issue35"
 REFERENCE = (HERE / "ref_matmul_rowsum.py").read_text()
 MEASURED = VerifyOptions(
     device="cpu", timing="measured", num_correct_trials=1, num_perf_trials=5, num_warmup=1, timeout_s=300

@@ -16,7 +16,7 @@ from drkernel.verify.harness.runner import numerics
 
 pytestmark = pytest.mark.integration
 
-HERE = Path(__file__).parent / "issue35"
+HERE = Path(__file__).parents[1] / "issue35"
 REFERENCE = """
 import torch
 import torch.nn as nn

@@ -14,7 +14,7 @@ from drkernel.config.verifier import VerifyOptions
 from drkernel.verify.cost_model.replay import model_locally
 from drkernel.verify.static.gate import check_source
 
-CANDIDATES = Path(__file__).parent / "candidates"
+CANDIDATES = Path(__file__).parents[1] / "candidates"
 FINDINGS = {
     "escape_attrgetter_matmul": "torch.autograd.profiler_util is the module",
     "escape_lazy_matmul": "torch.ao is the module",

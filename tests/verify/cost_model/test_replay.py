@@ -17,7 +17,7 @@ from drkernel.verify.cost_model.replay import ReplayFailed, load_kernels, model_
 from drkernel.verify.process import protocol
 from drkernel.verify.static.gate import check_source
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 VECTOR_REF = (ROOT / "examples" / "vector_add" / "reference.py").read_text()
 VECTOR_CAND = (ROOT / "examples" / "vector_add" / "candidate.py").read_text()
 OPTS = VerifyOptions(gpu_profile="h200", atol=1e-2, rtol=1e-2, correctness="strict")
@@ -493,7 +493,7 @@ def test_answer_handed_over_as_a_literal_tensor_fails(tmp_path):
 
 
 # -- issue 27: the dot's operand precision, complex arithmetic, conj / neg bits ---------------------------------
-REDTEAM = Path(__file__).resolve().parent / "redteam"
+REDTEAM = Path(__file__).resolve().parents[1] / "redteam"
 LONG_K_REF = (REDTEAM / "ref_matmul_long_k.py").read_text()
 
 

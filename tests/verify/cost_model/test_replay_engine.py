@@ -12,7 +12,7 @@ from drkernel.verify import Verifier
 
 pytestmark = pytest.mark.integration
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "vector_add"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "vector_add"
 REFERENCE = (EXAMPLES / "reference.py").read_text()
 HONEST = (EXAMPLES / "candidate.py").read_text()
 MODEL = VerifyOptions(timing="cpu_model", num_correct_trials=1, timeout_s=120, measure_coverage=False)

@@ -84,7 +84,7 @@ def test_emulation_reproduces_the_h200_conversions(precision: str):
     from pathlib import Path
 
     reading = json.loads(
-        (Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "tf32_dot_h200.json").read_text()
+        (Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "tf32_dot_h200.json").read_text()
     )
     seen = reading[f"{precision}_block64"]["conversion_bit_equal"]
     assert seen["truncate/truncate" if precision == "tf32" else "nearest_away/truncate"] == 1.0

@@ -8,8 +8,8 @@ import pytest
 from drkernel.tasks import load_tasks
 from drkernel.verify.static.gate import check_source
 
-ROOT = Path(__file__).resolve().parents[2]
-CANDIDATES = Path(__file__).parent / "candidates"
+ROOT = Path(__file__).resolve().parents[3]
+CANDIDATES = Path(__file__).parents[1] / "candidates"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from tutorial_kernels import TUTORIALS  # noqa: E402

@@ -14,7 +14,7 @@ from drkernel.verify.engine import Verifier
 from drkernel.verify.harness import problem
 from drkernel.verify.judging import tensors
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1]  # tests/verify
 LIBRARY = HERE.parents[1] / "drkernel" / "tasks" / "library" / "row_argmax"
 
 

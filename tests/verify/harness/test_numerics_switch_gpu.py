@@ -3,7 +3,7 @@
 (harness tampering) or the comparison against the reference's FP32 matmul catches it. With a 4096-long inner
 dimension a TF32 product misses atol = rtol = 1e-2 on many elements near zero, so the comparison alone catches it
 too. Also a CUDA staging attack: GPU work queued on "stage" and left running is the candidate's staging time.
-Run on the H200: `pytest -m gpu tests/verify/test_numerics_switch_gpu.py`."""
+Run on the H200: `pytest -m gpu tests/verify/harness/test_numerics_switch_gpu.py`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from drkernel.verify import Verifier, VerifyOptions  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.integration]
 
-HERE = Path(__file__).parent / "issue35"
+HERE = Path(__file__).parents[1] / "issue35"
 REFERENCE = """
 import torch
 import torch.nn as nn

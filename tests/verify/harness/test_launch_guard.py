@@ -13,7 +13,7 @@ from drkernel.verify import Verifier, VerifyOptions
 
 pytestmark = pytest.mark.integration
 
-CANDIDATES = Path(__file__).parent / "candidates"
+CANDIDATES = Path(__file__).parents[1] / "candidates"
 OPTS = VerifyOptions(
     device="cpu", timing="measured", num_correct_trials=1, num_perf_trials=2, num_warmup=1, timeout_s=300
 )

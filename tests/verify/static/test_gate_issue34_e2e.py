@@ -13,7 +13,7 @@ from drkernel.rl.rewards import RewardConfig, score
 from drkernel.verify import VerifyOptions
 from drkernel.verify.engine import Verifier
 
-HERE = Path(__file__).parent / "candidates"
+HERE = Path(__file__).parents[1] / "candidates"
 REFERENCE = (HERE / "ref_relu_1m.py").read_text()
 JIT_DEFAULT = (HERE / "issue34_jit_default_rebinds_pricing.py").read_text()
 MODES = {

@@ -25,7 +25,7 @@ from drkernel.verify.process.sandbox import UID_BASE, UID_GROUP_BASE, group_uid
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SANDBOX = "drkernel/verify/process/sandbox.py"
 DRIVER = r"""
 import json, os, sys
