@@ -20,7 +20,6 @@ class LaunchRules:
     # Provided by the scanner (declared for readers; set in its __init__).
     bindings: dict[str, int]
     grid_bindings: dict[str, list[ast.AST]]
-    jit_locals: set[str] | None
     jit_names: set[str]
     kernel_aliases: set[str]
     parents: dict[int, ast.AST]
