@@ -38,8 +38,9 @@ from transformers import (
 )
 
 from drkernel.config.train import PolicyConfig
-from drkernel.model.weights import WeightsManifest, state_checksum, unpack_into
-from drkernel.rollout.types import GenerateOutput, SamplingParams
+from drkernel.model.weights import state_checksum, unpack_into
+from drkernel.types.sampling import GenerateOutput, SamplingParams
+from drkernel.types.weights import WeightsManifest
 from drkernel.verify.devices import probe_availability, resolve_device
 
 IM_END = "<|im_end|>"

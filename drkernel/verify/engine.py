@@ -40,12 +40,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from drkernel.config.verifier import VerifyOptions
+from drkernel.types.verify_result import VerifyResult
 from drkernel.verify.child_spec import child_spec
 from drkernel.verify.devices import DeviceUnavailable, resolve_device
 from drkernel.verify.entry import run as _entry
 from drkernel.verify.forkserver import PACKAGE_ROOT, ChildProcess
 from drkernel.verify.gate import check_source
-from drkernel.verify.result import Infra, VerifyResult
+from drkernel.verify.result import Infra
 from drkernel.verify.sandbox import descendants, group_uid, read_tail
 from drkernel.verify.verdict import Verdict
 

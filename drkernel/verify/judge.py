@@ -32,11 +32,12 @@ from typing import Any
 
 import torch
 
+from drkernel.types.verify_result import CheckName, HackName
 from drkernel.verify import outputs, problem, protocol, tensors
 from drkernel.verify.channel import CandidateFault, CandidateGone, Channel
 from drkernel.verify.child_spec import ChildSpec
 from drkernel.verify.devices import env_for, make_backend
-from drkernel.verify.result import CheckName, HackName, Infra
+from drkernel.verify.result import Infra
 from drkernel.verify.sandbox import capture_output, isolate
 from drkernel.verify.timing_phase import TimingPhases, fresh_seed
 from drkernel.verify.verdict import Verdict

@@ -6,8 +6,8 @@ from drkernel.config.train import RolloutConfig
 from drkernel.eval.episodes import best_turn, continue_from, outcome
 from drkernel.eval.tasks import load_tasks
 from drkernel.model.tokenizer import build_tokenizer
-from drkernel.rollout.types import Turn
-from drkernel.verify.result import VerifyResult
+from drkernel.types.trajectory import Turn
+from drkernel.types.verify_result import VerifyResult
 
 
 def turn(index: int, code: str | None, reward: float, correct: bool = True) -> Turn:
