@@ -13,8 +13,8 @@ evaluation is dropped before it starts; one already in the core cannot be stoppe
 no cancellation API), so it keeps its slot until its children end and is counted as `orphaned` in
 `stats()` and the queue-depth gauge meanwhile: abandoned work can never run beyond the slot bound.
 
-In-cluster callers (rollout workers) use the handle API and get the same typed `VerifyResult`
-as `drkernel verify --json`:
+In-cluster callers (rollout workers) use the handle API and get the typed `VerifyResult`, unpriced (the
+episode prices it; `drkernel verify --json` and the HTTP front show it with its reward):
 
     handle = verifier_handle()                      # app "verifier" started by build_app
     result = await handle.verify.remote(reference, candidate, VerifyOptions(num_perf_trials=10))
