@@ -11,7 +11,7 @@ from drkernel.types.verify_result import VerifyResult
 
 
 def turn(index: int, code: str | None, reward: float, correct: bool = True) -> Turn:
-    verdict = None if code is None else VerifyResult(compiled=True, correct=correct, speedup=1.3, reward=reward)
+    verdict = None if code is None else VerifyResult(compiled=True, correct=correct, speedup=1.3)
     t = Turn(index, 0, 0, 0, "stop", "", code, verdict=None if verdict is None else verdict.model_dump(mode="json"))
     t.reward = reward
     return t
