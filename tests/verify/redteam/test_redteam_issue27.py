@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from drkernel.rl.rewards import RewardConfig, score
+from drkernel.rl.rewards import score
 from drkernel.verify import VerifyOptions
 from drkernel.verify.engine import Verifier
 
@@ -41,7 +41,7 @@ def test_tf32_dot_is_judged_with_tf32_operands_in_the_candidates_process(verifie
 
 
 def test_complex_matmul_is_priced_by_its_real_arithmetic(verifier) -> None:
-    r = score(verifier.verify(MATMUL_1024, _src("cpu_model_complex_mm.py"), MODEL), RewardConfig())
+    r = verifier.verify(MATMUL_1024, _src("cpu_model_complex_mm.py"), MODEL)
     assert r.status == "ok" and r.correct and r.timing_source == "cpu_model", r.error
     # twice the reference's real flops on the same fp32 pipe, plus a widening pass: slower than the reference
     assert r.speedup is not None and r.speedup < 0.6, r.details["cpu_model"]
@@ -50,7 +50,7 @@ def test_complex_matmul_is_priced_by_its_real_arithmetic(verifier) -> None:
 
 def test_coverage_under_the_model_is_the_modelled_triton_share(verifier) -> None:
     options = MODEL.model_copy(update={"measure_coverage": True})
-    r = score(verifier.verify(MATMUL_1024, _src("cpu_model_token_coverage.py"), options), RewardConfig())
+    r = verifier.verify(MATMUL_1024, _src("cpu_model_token_coverage.py"), options)
     assert r.status == "ok" and r.correct and r.timing_source == "cpu_model", r.error
     # the interpreter's 16-element copy takes a large share of CPU wall time (reported, not used), next to nothing of
     # the modelled device time
