@@ -75,7 +75,8 @@ def test_a_correct_timed_verdict():
     assert r.details["timing_note"].endswith("the timing-based checks are logic-level only")
     assert r.details["phase_s"] == {"load": 0.1235, "timing": 2.0}
     assert "all_hacks" not in r.details
-    assert score(r) == kernel_reward(True, None, 1.5, 0.5, RewardConfig()) > 0
+    assert score(r) == kernel_reward(True, None, 1.5, 0.5, RewardConfig()) > 0  # priced by the caller
+    assert "reward" not in r.model_dump()  # a verdict carries no price
     assert 0 <= r.elapsed_s < 60
     assert timed().result(time.perf_counter() - 5.0).elapsed_s >= 5.0  # the caller's clock, from its t0
 
