@@ -19,8 +19,8 @@ from typing import Any
 import ray
 
 from actors.prompt_stream import PromptStream
-from drkernel.rollout.group import PromptGroup, make_group_id
 from drkernel.train.stall import clip_error, dead_part
+from drkernel.types.group import PromptGroup, make_group_id
 
 
 @ray.remote(num_cpus=0)

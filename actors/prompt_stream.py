@@ -4,7 +4,7 @@ Two Ray Data pipelines, both over the pool's row groups (read from the parquet f
 cluster's CPUs as ordinary Ray Data tasks:
 
 - the index pass, at load: every row group is read and every row validated (drkernel.data.arrow_check
-  checks the columns validation needs with Arrow, and drkernel.data.schema parses the rows it doubts) and,
+  checks the columns validation needs with Arrow, and drkernel.types.task_row parses the rows it doubts) and,
   with a length limit, its prompt tokenized (drkernel.data.lengths caches the counts per file). What comes
   back is the key index (file, row, uuid hash; 20 bytes a row) and the bad rows by file, row and uuid: with
   any bad row the load fails naming them, unless skip_invalid. Each file's verdict is kept by the file's
@@ -36,7 +36,6 @@ import ray
 from drkernel.data.index_cache import FileIndex, IndexCache, fingerprint
 from drkernel.data.lengths import PromptLengths, count_tokens
 from drkernel.data.reader import DataFormatError
-from drkernel.data.schema import RowError, TaskRow
 from drkernel.data.stream import (
     TASKS_PER_CPU,
     KeyIndex,
@@ -53,6 +52,7 @@ from drkernel.data.stream import (
     uuid_hashes,
     window_starts,
 )
+from drkernel.types.task_row import RowError, TaskRow
 
 _log = logging.getLogger("drkernel.data.stream")
 

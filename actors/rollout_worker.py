@@ -32,9 +32,10 @@ from ray.serve.exceptions import RayServeException
 from drkernel.config.train import RolloutConfig
 from drkernel.config.verifier import VerifyOptions
 from drkernel.rl.rewards import RewardConfig
-from drkernel.rollout.group import FinishedGroup, PromptGroup
-from drkernel.rollout.types import GenerateOutput, SamplingParams, Trajectory
-from drkernel.verify.result import VerifyResult
+from drkernel.types.group import FinishedGroup, PromptGroup
+from drkernel.types.sampling import GenerateOutput, SamplingParams
+from drkernel.types.trajectory import Trajectory
+from drkernel.types.verify_result import VerifyResult
 from serve_apps.run_metrics import WORKER_SERIES, RunGauges
 
 log = logging.getLogger(__name__)
@@ -134,12 +135,12 @@ class RolloutWorker:
         return out if isinstance(out, GenerateOutput) else GenerateOutput.model_validate(out)
 
     async def _verify(self, reference: str, candidate: str, entry_point: str) -> VerifyResult:
-        """The job's verifier deployment, with the job's options for this task's entry point; priced by the
-        rollout's reward config (the deployment caches verdicts, not rewards)."""
+        """The job's verifier deployment, with the job's options for this task's entry point: an unpriced verdict
+        (the episode prices it with the rollout's reward config)."""
         options = self._verify_options.model_copy(update={"entry_point": entry_point})
         if self._verify_delay_s:
             await asyncio.sleep(self._verify_delay_s)
-        return await self._verifier.verify.remote(reference, candidate, options, self.reward_cfg)
+        return await self._verifier.verify.remote(reference, candidate, options)
 
     async def _sample(self, group: PromptGroup, index: int) -> Trajectory:
         """One episode, retried on an exception (cancellation is never retried)."""

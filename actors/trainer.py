@@ -44,13 +44,13 @@ from drkernel.rl.step_batch import (
     generator_state_to_json,
 )
 from drkernel.rl.update import ResponseScorer, train_step
-from drkernel.rollout.group import FinishedGroup
-from drkernel.rollout.types import Trajectory
 from drkernel.train import checkpoint as ckpt
 from drkernel.train.backend import TrainBackend, choose_backend
 from drkernel.train.batch_report import batch_report
 from drkernel.train.decisions import row_decisions
 from drkernel.train.sharding import compute_dtype, shard_policy
+from drkernel.types.group import FinishedGroup
+from drkernel.types.trajectory import Trajectory
 from serve_apps.run_metrics import TRAINER_KEYS, TRAINER_SERIES, RunGauges, run_name
 
 FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)

@@ -21,7 +21,7 @@ import ray
 
 from drkernel.config.train import QueueConfig
 from drkernel.rl.staleness import Admission, ReleaseReason, StalenessController
-from drkernel.rollout.group import FinishedGroup
+from drkernel.types.group import FinishedGroup
 from serve_apps.run_metrics import QUEUE_SERIES, RunGauges
 
 

@@ -9,8 +9,8 @@ from drkernel.config.train import TrainConfig
 from drkernel.eval.tasks import load_tasks
 from drkernel.eval.validation import validate
 from drkernel.log import get_logger
-from drkernel.rollout.types import GenerateOutput, SamplingParams
-from drkernel.verify.result import VerifyResult
+from drkernel.types.sampling import GenerateOutput, SamplingParams
+from drkernel.types.verify_result import VerifyResult
 
 log = get_logger("train")
 
@@ -34,7 +34,7 @@ class Validator:
 
     async def _verify(self, reference: str, candidate: str, entry_point: str) -> VerifyResult:
         options = self.cfg.verifier.options.model_copy(update={"entry_point": entry_point})
-        return await self._verifier.verify.remote(reference, candidate, options, self.cfg.algorithm.reward)
+        return await self._verifier.verify.remote(reference, candidate, options)
 
     async def run(self) -> dict[str, float]:
         c = self.cfg

@@ -35,7 +35,8 @@ import torch
 from ray.exceptions import RayActorError
 from ray.serve.exceptions import DeploymentUnavailableError
 
-from drkernel.model.weights import BucketPacker, WeightsManifest
+from drkernel.model.weights import BucketPacker
+from drkernel.types.weights import WeightsManifest
 from serve_apps.policy_weights import STORE_NAMESPACE, store_name
 
 log = logging.getLogger(__name__)

@@ -234,7 +234,7 @@ def probe_injection() -> Row:
     from drkernel.rollout.episode import run_episode
     from drkernel.sft.data import corpus_texts, task_pairs
     from drkernel.tasks import load_tasks
-    from drkernel.verify.result import ErrorInfo
+    from drkernel.types.verify_result import ErrorInfo
 
     tasks = {t.name: t for t in load_tasks()}
     tok = build_tokenizer(corpus_texts(task_pairs([tasks[n] for n in ("add", "relu", "abs", "elu")])), 1024)
@@ -267,7 +267,7 @@ def probe_dense_feedback() -> Row:
     from drkernel.rollout.episode import budgeted_feedback
     from drkernel.sft.data import corpus_texts, task_pairs
     from drkernel.tasks import load_tasks
-    from drkernel.verify.result import ErrorInfo
+    from drkernel.types.verify_result import ErrorInfo
 
     tasks = {t.name: t for t in load_tasks()}
     tok = build_tokenizer(corpus_texts(task_pairs([tasks[n] for n in ("add", "relu", "abs", "elu")])), 1024)

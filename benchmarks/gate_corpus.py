@@ -68,10 +68,11 @@ def verify_tutorials() -> int:
         for timing in ("measured", "cpu_model"):
             options = VerifyOptions(device="cpu", timing=timing, num_correct_trials=2, timeout_s=600)
             for name, (reference, candidate) in tutorial_kernels.TUTORIALS.items():
-                r = score(verifier.verify(reference, candidate, options), RewardConfig())
+                r = verifier.verify(reference, candidate, options)
                 rejected += not r.correct
                 why = "" if r.correct or not r.error else f" ({r.error.kind}: {r.error.message.strip()[:160]})"
-                print(f"  {timing:9s} {name:18s} correct={r.correct} speedup={r.speedup} reward={r.reward}{why}")
+                reward = score(r, RewardConfig())
+                print(f"  {timing:9s} {name:18s} correct={r.correct} speedup={r.speedup} reward={reward}{why}")
     return rejected
 
 

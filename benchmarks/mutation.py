@@ -37,7 +37,7 @@ MODULES: dict[str, list[str]] = {
     "rl/filters": ["tests/rl/test_filters.py", "tests/rl/test_rl_edges.py"],
     "rl/loss": ["tests/rl/test_loss.py", "tests/rl/test_rl_edges.py"],
     "rl/staleness": ["tests/rl/test_staleness.py", "tests/rl/test_rl_edges.py"],
-    "data/schema": ["tests/data/test_schema.py", "tests/data/test_reader.py"],
+    "types/task_row": ["tests/types/test_task_row.py", "tests/data/test_reader.py"],
     "data/prompts": ["tests/data/test_prompt_templates.py"],
     "data/stream": ["tests/data/test_stream.py"],
     # the verifier's comparison and verdict code (in-process tests only: a judge subprocess would import

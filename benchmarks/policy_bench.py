@@ -26,7 +26,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from drkernel.rollout.types import SamplingParams  # noqa: E402
+from drkernel.types.sampling import SamplingParams  # noqa: E402
 from serve_apps.policy_engine import TORCH_DTYPES, TransformersEngine, processed_logprobs  # noqa: E402
 
 QWEN3_0_6B = dict(  # the published Qwen3-0.6B config.json shape

@@ -34,14 +34,14 @@ def main(pairs: list[str]) -> None:
         for pair in pairs:
             reference, candidate = pair.split(":")
             t0 = time.perf_counter()
-            r = score(verifier.verify(_read(reference), _read(candidate), options), RewardConfig())
+            r = verifier.verify(_read(reference), _read(candidate), options)
             row = {
                 "reference": reference,
                 "candidate": candidate,
                 "correct": r.correct,
                 "speedup": r.speedup,
                 "coverage": r.coverage,
-                "reward": r.reward,
+                "reward": score(r, RewardConfig()),
                 "error": r.error.message[:200] if r.error else None,
                 "seconds": round(time.perf_counter() - t0, 1),
             }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from drkernel.rl.rewards import score
 from drkernel.verify import Verifier, VerifyOptions
 
 HERE = Path(__file__).resolve().parents[1] / "tests" / "verify"
@@ -32,7 +33,7 @@ def main() -> None:
                 r = verifier._verify_ungated(reference, candidate, options)
                 said = [line for line in r.details.get("candidate_stdout", "").splitlines() if "STALL" in line]
                 print(
-                    f"{name:8s} correct={r.correct} speedup={r.speedup} reward={r.reward:.3f} "
+                    f"{name:8s} correct={r.correct} speedup={r.speedup} reward={score(r):.3f} "
                     f"cand_ms={r.runtime_ms} ref_ms={r.ref_runtime_ms} {said[:1]}"
                 )
 

@@ -45,6 +45,7 @@ sys.path.insert(0, _WORKER_ROOT or str(ROOT))
 import candidate_set  # noqa: E402
 import kernelgym_baseline  # noqa: E402
 
+from drkernel.rl.rewards import score  # noqa: E402
 from drkernel.verify import VerifyOptions  # noqa: E402
 from drkernel.verify.engine import Verifier  # noqa: E402
 
@@ -57,7 +58,7 @@ RESULT_FIELDS = {
     "runtime_ms",
     "ref_runtime_ms",
     "coverage",
-    "reward",
+    "reward",  # a field of the verdict in checkouts before issue 39; priced by score() where it is not
     "error",
     "timing_source",
 }
@@ -163,6 +164,7 @@ def ours(
             return {
                 "label": entry.label,
                 "seconds": time.perf_counter() - s,
+                "reward": score(r),
                 **r.model_dump(include=RESULT_FIELDS & set(type(r).model_fields)),
                 "phase_s": r.details.get("phase_s"),
                 "oom_retry": r.details.get("oom_retry"),

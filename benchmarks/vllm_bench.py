@@ -38,7 +38,7 @@ from policy_bench import QWEN3_0_6B, TINY  # noqa: E402
 from drkernel.config.train import PolicyConfig  # noqa: E402
 from drkernel.model.weights import state_checksum  # noqa: E402
 from drkernel.rl.mrs import rejection_keep_mask, veto_turn_keep  # noqa: E402
-from drkernel.rollout.types import SamplingParams  # noqa: E402
+from drkernel.types.sampling import SamplingParams  # noqa: E402
 from serve_apps.policy_engine import TransformersEngine, processed_logprobs  # noqa: E402
 
 QWEN3_8B = QWEN3_0_6B | dict(  # the published Qwen3-8B config.json shape (16 GiB of bf16 weights)

@@ -147,11 +147,11 @@ class EvalServices:
         name = f"drkernel-eval-verifier-{self.tag}"
         self._deploy(name, build_app(vc.serve_config(device)), None)
         handle = serve.get_deployment_handle(DEPLOYMENT_NAME, app_name=name)
-        options, reward = vc.options, self.cfg.algorithm.reward
+        options = vc.options
 
         async def verify(reference: str, candidate: str, entry_point: str) -> Any:
             return await handle.verify.remote(
-                reference, candidate, options.model_copy(update={"entry_point": entry_point}), reward
+                reference, candidate, options.model_copy(update={"entry_point": entry_point})
             )
 
         return verify

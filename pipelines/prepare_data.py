@@ -26,9 +26,9 @@ import numpy as np
 from drkernel.data.kernelbench import ReferenceFileError, ReferenceSource, build_row, discover
 from drkernel.data.lengths import PromptLengths, percentiles
 from drkernel.data.reader import DataFormatError, scan, write_rows
-from drkernel.data.reference_check import CheckerFailed, check_loadable
-from drkernel.data.schema import TaskRow
 from drkernel.log import get_logger, progress
+from drkernel.types.task_row import TaskRow
+from drkernel.verify.reference_check import CheckerFailed, check_loadable
 from pipelines.cli import UsageError
 
 log = get_logger("prepare_data")

@@ -4,7 +4,8 @@ Exit status: 0 when a verdict was reached (pass or fail), 1 on an infra error (n
 2 on a usage error, which includes a reference that does not parse, lacks Model/get_inputs/
 get_init_inputs, or fails when run: the reference is the user's input, reported in one line.
 With --json, stdout carries exactly one JSON object; the candidate's own output is captured inside
-its sandbox and appears only as a tail in `details`.
+its sandbox and appears only as a tail in `details`. The reward shown is the recipe's (drkernel.rl.rewards.score
+with the default RewardConfig, as the HTTP front prices a request that names none).
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def reward_note(result: Any) -> str | None:
 
 
 def report(result: Any) -> str:
-    """Short human-readable verdict."""
+    """Short human-readable verdict (a priced one: it shows the reward)."""
     if result.status != "ok":
         return f"INFRA ERROR ({result.error.kind}): {result.error.message}"
     verdict = "PASS" if result.correct and result.hack is None else "FAIL"
@@ -160,9 +161,13 @@ def run(args: argparse.Namespace) -> int:
     result = verify(reference, candidate, options)
     if result.status != "ok" and result.error is not None and result.error.kind in ("usage", "reference"):
         raise UsageError(f"drkernel verify: {args.reference}: {one_line(result.error.message)}")
+    from drkernel.config.algorithm import RewardConfig
+    from serve_apps.verifier_schemas import VerifyResponse
+
+    priced = VerifyResponse.priced(result, RewardConfig())  # the recipe's reward, as the HTTP front's default
     if args.json:
-        sys.stdout.write(json.dumps(result.model_dump(mode="json")) + "\n")
+        sys.stdout.write(json.dumps(priced.model_dump(mode="json")) + "\n")
     else:
-        print(report(result))
+        print(report(priced))
     sys.stdout.flush()
     return 0 if result.status == "ok" else 1

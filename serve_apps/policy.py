@@ -29,9 +29,9 @@ from ray.serve import Application
 from ray.serve.handle import DeploymentHandle
 
 from drkernel.config.train import PolicyConfig
-from drkernel.model.weights import WeightsManifest
 from drkernel.placement import ray_options, resolve_kind
-from drkernel.rollout.types import GenerateOutput, SamplingParams
+from drkernel.types.sampling import GenerateOutput, SamplingParams
+from drkernel.types.weights import WeightsManifest
 from serve_apps.policy_engine import make_engine
 from serve_apps.policy_weights import catch_up
 from serve_apps.run_metrics import POLICY_SERIES, RunGauges

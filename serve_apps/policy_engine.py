@@ -39,8 +39,9 @@ from transformers import (
 
 from drkernel.config.train import PolicyConfig
 from drkernel.devices import probe_availability, resolve_device
-from drkernel.model.weights import WeightsManifest, state_checksum, unpack_into
-from drkernel.rollout.types import GenerateOutput, SamplingParams
+from drkernel.model.weights import state_checksum, unpack_into
+from drkernel.types.sampling import GenerateOutput, SamplingParams
+from drkernel.types.weights import WeightsManifest
 
 IM_END = "<|im_end|>"
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}

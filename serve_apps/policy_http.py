@@ -26,7 +26,7 @@ from ray.serve.handle import DeploymentHandle
 from transformers import AutoTokenizer
 
 from drkernel.config.train import PolicyConfig
-from drkernel.rollout.types import GenerateOutput, SamplingParams
+from drkernel.types.sampling import GenerateOutput, SamplingParams
 from serve_apps.auth import BearerAuth, tokens_from_env
 from serve_apps.http_guard import BodyGuard, safe_errors
 

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
 from drkernel.config.verifier import VerifyOptions
-from drkernel.verify.result import VerifyResult
+from drkernel.types.verify_result import VerifyResult
 
 
 def content_key(reference: str, candidate: str, options: VerifyOptions) -> str:

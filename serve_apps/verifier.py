@@ -13,8 +13,8 @@ evaluation is dropped before it starts; one already in the core cannot be stoppe
 no cancellation API), so it keeps its slot until its children end and is counted as `orphaned` in
 `stats()` and the queue-depth gauge meanwhile: abandoned work can never run beyond the slot bound.
 
-In-cluster callers (rollout workers) use the handle API and get the same typed `VerifyResult`
-as `drkernel verify --json`:
+In-cluster callers (rollout workers) use the handle API and get the typed `VerifyResult`, unpriced (the
+episode prices it; `drkernel verify --json` and the HTTP front show it with its reward):
 
     handle = verifier_handle()                      # app "verifier" started by build_app
     result = await handle.verify.remote(reference, candidate, VerifyOptions(num_perf_trials=10))
@@ -33,9 +33,8 @@ from ray.serve.handle import DeploymentHandle
 
 from drkernel.config.serve import VerifierServeConfig
 from drkernel.config.verifier import VerifyOptions
-from drkernel.rl.rewards import RewardConfig, score
+from drkernel.types.verify_result import VerifyResult
 from drkernel.verify.engine import Verifier
-from drkernel.verify.result import VerifyResult
 from serve_apps.result_cache import ResultCache, content_key
 from serve_apps.verifier_metrics import VerifierMetrics
 
@@ -79,25 +78,16 @@ class VerifierReplica:
         self._started = 0  # evaluations that got a slot and ran in the core (cancelled waiters never do)
 
     async def verify(
-        self,
-        reference: str,
-        candidate: str,
-        options: VerifyOptions | dict[str, Any] | None = None,
-        reward: RewardConfig | dict[str, Any] | None = None,
+        self, reference: str, candidate: str, options: VerifyOptions | dict[str, Any] | None = None
     ) -> VerifyResult:
-        """The verdict, as `drkernel verify` gives it, priced by the caller's `reward` config (default: recipe)."""
-        result, _ = await self.verify_traced(reference, candidate, options, reward)
+        """The verdict, unpriced (callers that show a reward price it with drkernel.rl.rewards.score)."""
+        result, _ = await self.verify_traced(reference, candidate, options)
         return result
 
     async def verify_traced(
-        self,
-        reference: str,
-        candidate: str,
-        options: VerifyOptions | dict[str, Any] | None = None,
-        reward: RewardConfig | dict[str, Any] | None = None,
+        self, reference: str, candidate: str, options: VerifyOptions | dict[str, Any] | None = None
     ) -> tuple[VerifyResult, bool]:
-        """The verdict priced by `reward` (the one place a verdict is priced: a cached verdict is priced anew for
-        each caller), and whether it came from this replica's cache (the HTTP ingress counts those)."""
+        """The verdict and whether it came from this replica's cache (the HTTP ingress counts those)."""
         start = time.monotonic()
         self._metrics.requests.inc(tags={"route": "handle"})
         opts = resolve_options(options, self.config.device)
@@ -109,8 +99,7 @@ class VerifierReplica:
         finally:
             self._in_flight -= 1
         self._metrics.record(result, hit, time.monotonic() - start)
-        cfg = reward if isinstance(reward, RewardConfig) else RewardConfig.model_validate(reward or {})
-        return score(result, cfg), hit
+        return result, hit
 
     def _gauge(self) -> None:
         self._metrics.queue_depth.set(self._waiting + self._running)

@@ -26,12 +26,12 @@ from ray.serve.exceptions import BackPressureError
 from ray.serve.handle import DeploymentHandle
 
 from drkernel.config.serve import VerifierServeConfig
-from drkernel.verify.result import ErrorInfo, VerifyResult
+from drkernel.types.verify_result import ErrorInfo, VerifyResult
 from drkernel.verify.static.reference_source import one_line, reference_problem
 from serve_apps.auth import BearerAuth, tokens_from_env
 from serve_apps.http_guard import BodyGuard, route_label, safe_errors
 from serve_apps.verifier_metrics import VerifierMetrics
-from serve_apps.verifier_schemas import BatchRequest, BatchResponse, Health, Stats, VerifyRequest
+from serve_apps.verifier_schemas import BatchRequest, BatchResponse, Health, Stats, VerifyRequest, VerifyResponse
 from serve_apps.verifier_stats import VerifierStats
 
 INGRESS_NAME = "VerifierIngress"
@@ -121,9 +121,9 @@ class VerifierIngress:
                 "replica": await self._replica_stats(),
             }
 
-        @app.post("/verify", response_model=VerifyResult)
-        async def verify(body: VerifyRequest, request: Request) -> VerifyResult:
-            """One evaluation; the body of `drkernel verify --json` comes back."""
+        @app.post("/verify", response_model=VerifyResponse)
+        async def verify(body: VerifyRequest, request: Request) -> VerifyResponse:
+            """One evaluation priced by the request's reward config: the body of `drkernel verify --json`."""
             self._check_limits([body], ("body",))
             async with _QueueShare(self, _client(request), 1) as client:
                 result = await self._evaluate(body, client, in_batch=False)
@@ -131,7 +131,7 @@ class VerifierIngress:
                 raise _Refused(
                     422, [{"loc": ["body", "reference_code"], "type": "reference_failed", "msg": result.error.message}]
                 )
-            return result
+            return VerifyResponse.priced(result, body.reward)
 
         @app.post("/verify/batch", response_model=BatchResponse)
         async def verify_batch(batch: BatchRequest, request: Request) -> BatchResponse:
@@ -150,7 +150,9 @@ class VerifierIngress:
             self._check_limits(batch.items, ("body", "items"))
             async with _QueueShare(self, _client(request), len(batch.items)) as client:
                 results = await asyncio.gather(*(self._evaluate(item, client, in_batch=True) for item in batch.items))
-            return BatchResponse(results=list(results))
+            return BatchResponse(
+                results=[VerifyResponse.priced(r, item.reward) for r, item in zip(results, batch.items)]
+            )
 
         return app
 
@@ -232,7 +234,7 @@ class VerifierIngress:
         deaths = 0
         while True:
             response = self._verifier.verify_traced.remote(
-                request.reference_code, request.kernel_code, request.resolved_options(), request.reward
+                request.reference_code, request.kernel_code, request.resolved_options()
             )
             try:
                 return await _await(response)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ray.serve import metrics
 
-from drkernel.verify.result import VerifyResult
+from drkernel.types.verify_result import VerifyResult
 from serve_apps.verifier_stats import verdict_of
 
 LATENCY_BOUNDARIES_S = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 180, 600]

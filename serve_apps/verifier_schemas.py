@@ -6,8 +6,8 @@ from pydantic import Field, model_validator
 
 from drkernel.config.base import StrictModel
 from drkernel.config.verifier import VerifyOptions
-from drkernel.rl.rewards import RewardConfig
-from drkernel.verify.result import VerifyResult
+from drkernel.rl.rewards import RewardConfig, score
+from drkernel.types.verify_result import VerifyResult
 
 
 class VerifyRequest(StrictModel):
@@ -17,7 +17,10 @@ class VerifyRequest(StrictModel):
     kernel_code: str = Field(..., min_length=1, description="candidate source defining <entry_point>New")
     entry_point: str = Field("Model", min_length=1, description="reference class name")
     options: VerifyOptions = Field(default_factory=VerifyOptions, description="evaluation options")
-    reward: RewardConfig = Field(default_factory=RewardConfig, description="how the verdict is priced (not cached)")
+    reward: RewardConfig = Field(
+        default_factory=RewardConfig,
+        description="how the verdict is priced (here at the front: verdicts are cached unpriced)",
+    )
 
     @model_validator(mode="after")
     def _one_entry_point(self) -> VerifyRequest:
@@ -39,8 +42,19 @@ class BatchRequest(StrictModel):
     items: list[VerifyRequest] = Field(..., min_length=1, description="the evaluations")
 
 
+class VerifyResponse(VerifyResult):
+    """What the HTTP front and `drkernel verify --json` answer: the verdict and its reward. Verdicts carry no reward
+    (the replicas cache them for every reward setting); the front prices each one with the request's config."""
+
+    reward: float = Field(..., description="the verdict priced by drkernel.rl.rewards.score under the request's config")
+
+    @classmethod
+    def priced(cls, result: VerifyResult, cfg: RewardConfig) -> VerifyResponse:
+        return cls.model_validate({**result.model_dump(), "reward": score(result, cfg)})
+
+
 class BatchResponse(StrictModel):
-    results: list[VerifyResult] = Field(..., description="one result per item, in request order")
+    results: list[VerifyResponse] = Field(..., description="one result per item, in request order")
 
 
 class Health(StrictModel):

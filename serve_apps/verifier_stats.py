@@ -11,7 +11,7 @@ import time
 from collections import Counter, deque
 from typing import TYPE_CHECKING
 
-from drkernel.verify.result import VerifyResult
+from drkernel.types.verify_result import VerifyResult
 
 if TYPE_CHECKING:
     from serve_apps.verifier_metrics import VerifierMetrics

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from drkernel.config.train import PolicyConfig
-from drkernel.model.weights import WeightsManifest
-from drkernel.rollout.types import GenerateOutput, SamplingParams
+from drkernel.types.sampling import GenerateOutput, SamplingParams
+from drkernel.types.weights import WeightsManifest
 from serve_apps.policy_engine import check_prompt, stop_ids_of
 from serve_apps.vllm_worker import SHM_PREFIX
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drkernel.rollout.types import Trajectory, Turn
+from drkernel.types.trajectory import Trajectory, Turn
 
 
 @dataclass

@@ -12,7 +12,7 @@ from pydantic import Field, model_validator
 
 from drkernel.config.base import StrictModel
 from drkernel.config.verifier import DeviceName
-from drkernel.tasks.loader import Category
+from drkernel.types.task_category import Category
 
 
 class TinyModelConfig(StrictModel):

@@ -1,1 +1,2 @@
-"""The prompt pool: row schema, readers, prompt templates and KernelBench-folder conversion."""
+"""The prompt pool: readers, prompt templates and KernelBench-folder conversion (the row itself is
+drkernel.types.task_row)."""

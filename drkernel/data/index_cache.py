@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from drkernel.data.schema import RowError, TaskRow
+from drkernel.types.task_row import RowError, TaskRow
 
 _TAIL = 8  # a parquet file ends with the footer's length (4 bytes, little endian) and b"PAR1"
 _VERSION = "1"

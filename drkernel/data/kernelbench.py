@@ -7,7 +7,7 @@ Two layouts are accepted:
   description}, as in the shipped library `drkernel/tasks/library/`.
 Names starting with `_` or `.` are ignored (`__init__.py`, `__pycache__`). Every reference is
 checked statically here (it parses and defines the entry point, `get_inputs`, `get_init_inputs`);
-`drkernel.data.reference_check` adds the runtime check.
+`drkernel.verify.reference_check` adds the runtime check.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pydantic import Field, ValidationError
 
 from drkernel.config.base import StrictModel
 from drkernel.data.prompts import PromptStyle, first_turn_messages
-from drkernel.data.schema import DEFAULT_ABILITY, TaskRow, source_uuid
+from drkernel.types.task_row import DEFAULT_ABILITY, TaskRow, source_uuid
 
 REFERENCE_FILE = "reference.py"
 META_FILE = "task.yaml"

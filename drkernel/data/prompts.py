@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from drkernel.verify.result import VerifyResult
+from drkernel.types.verify_result import VerifyResult
 
 PromptStyle = Literal["full", "compact"]
 

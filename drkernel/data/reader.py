@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from drkernel.data.schema import RowError, TaskRow, parse_row
+from drkernel.types.task_row import RowError, TaskRow, parse_row
 
 _LISTED = 20  # errors spelled out in one message; the rest are counted
 _BATCH_ROWS = 1024  # rows turned into Python objects at once during the validation pass

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from drkernel.data.arrow_check import index_columns, vouch
 from drkernel.data.reader import REQUIRED_COLUMNS, DataFormatError, parquet_files
-from drkernel.data.schema import RowError, parse_row
+from drkernel.types.task_row import RowError, parse_row
 
 _MASK64 = (1 << 64) - 1
 

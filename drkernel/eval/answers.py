@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from drkernel.rollout.types import GenerateOutput, SamplingParams
+from drkernel.types.sampling import GenerateOutput, SamplingParams
 
 
 def reference_answer(source: str, entry_point: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import aiohttp
 
-from drkernel.rollout.types import GenerateOutput, SamplingParams
+from drkernel.types.sampling import GenerateOutput, SamplingParams
 
 START, END = "<|im_start|>", "<|im_end|>"
 RETRIES_503 = 30

@@ -16,12 +16,12 @@ from typing import Any
 
 from drkernel.config.train import RolloutConfig
 from drkernel.data.prompts import escape_special, special_strings
-from drkernel.data.schema import TaskRow
 from drkernel.eval.metrics import SampleRecord, TurnOutcome
 from drkernel.rl.rewards import RewardConfig
 from drkernel.rollout.episode import GenerateFn, VerifyFn, budgeted_feedback, run_episode
-from drkernel.rollout.types import Trajectory, Turn
-from drkernel.verify.result import VerifyResult
+from drkernel.types.task_row import TaskRow
+from drkernel.types.trajectory import Trajectory, Turn
+from drkernel.types.verify_result import VerifyResult
 
 TEXT_KEPT = 1500  # characters of the last response kept in a sample's record
 

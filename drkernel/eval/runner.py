@@ -13,11 +13,11 @@ from typing import Any
 
 from drkernel.config.eval import EvalConfig
 from drkernel.config.train import RolloutConfig
-from drkernel.data.schema import TaskRow
 from drkernel.eval.episodes import EpisodeSettings, run_task
 from drkernel.eval.store import RecordStore
 from drkernel.rl.rewards import RewardConfig
 from drkernel.rollout.episode import GenerateFn, VerifyFn
+from drkernel.types.task_row import TaskRow
 
 
 def episode_config(rollout: RolloutConfig, ev: EvalConfig | Any) -> RolloutConfig:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from drkernel.data.kernelbench import build_row, discover
 from drkernel.data.reader import read_rows
-from drkernel.data.schema import TaskRow
 from drkernel.tasks.loader import library_path
+from drkernel.types.task_row import TaskRow
 
 
 def task_name(row: TaskRow) -> str:

@@ -12,12 +12,12 @@ from typing import Any
 
 from drkernel.config.eval import EvalConfig, ValidationConfig
 from drkernel.config.train import RolloutConfig
-from drkernel.data.schema import TaskRow
 from drkernel.eval.episodes import EpisodeSettings, run_task
 from drkernel.eval.metrics import summarize
 from drkernel.eval.runner import episode_config
 from drkernel.rl.rewards import RewardConfig
 from drkernel.rollout.episode import GenerateFn, VerifyFn
+from drkernel.types.task_row import TaskRow
 
 PREFIX = "val/"
 

@@ -13,37 +13,13 @@ from __future__ import annotations
 import hashlib
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from drkernel.types.weights import TensorSlot, WeightsManifest
+
 DEFAULT_BUCKET_BYTES = 512 << 20
-
-
-@dataclass(frozen=True)
-class TensorSlot:
-    """Where one tensor lives in the buckets."""
-
-    name: str
-    dtype: str  # torch dtype name without the "torch." prefix, e.g. "bfloat16"
-    shape: tuple[int, ...]
-    bucket: int
-    offset: int
-    nbytes: int
-
-
-@dataclass(frozen=True)
-class WeightsManifest:
-    """Everything a receiver needs besides the bytes; small enough to send with every push."""
-
-    version: int
-    slots: tuple[TensorSlot, ...]
-    bucket_nbytes: tuple[int, ...]
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(self.bucket_nbytes)
 
 
 def _layout(state_dict: Mapping[str, torch.Tensor], bucket_bytes: int) -> tuple[list[TensorSlot], list[int]]:

@@ -16,12 +16,9 @@ the verifier returns a verdict, `score` prices it, so cached verdicts survive a 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from drkernel.config.algorithm import RewardConfig
-
-if TYPE_CHECKING:
-    from drkernel.verify.result import VerifyResult
+from drkernel.types.verify_result import VerifyResult
 
 
 def _speedup_reward(speedup: float, coverage: float, cfg: RewardConfig) -> float:
@@ -83,9 +80,8 @@ def kernel_reward(
     return _speedup_reward(s, c, cfg)
 
 
-def score(result: VerifyResult, cfg: RewardConfig | None = None) -> VerifyResult:
-    """The verdict with `reward` computed under `cfg` (an infra_error keeps reward 0: it is masked, not scored)."""
+def score(result: VerifyResult, cfg: RewardConfig | None = None) -> float:
+    """The reward of a verdict under `cfg` (an infra_error gets 0: it is masked, not scored)."""
     if result.status != "ok":
-        return result.model_copy(update={"reward": 0.0})
-    reward = kernel_reward(result.correct, result.hack, result.speedup, result.coverage, cfg, compiled=result.compiled)
-    return result.model_copy(update={"reward": reward})
+        return 0.0
+    return kernel_reward(result.correct, result.hack, result.speedup, result.coverage, cfg, compiled=result.compiled)

@@ -35,7 +35,7 @@ from drkernel.config.algorithm import AlgorithmConfig
 from drkernel.rl.filters import GroupVarianceFilter, meaningful_turn_mask
 from drkernel.rl.prs import prs_keep_mask
 from drkernel.rl.trloo import turn_advantages
-from drkernel.rollout.types import Trajectory, Turn
+from drkernel.types.trajectory import Trajectory, Turn
 
 TrajectoryGroup = list[Trajectory]
 

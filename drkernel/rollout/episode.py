@@ -41,11 +41,12 @@ from drkernel.data.prompts import (
     min_feedback_chars,
     special_strings,
 )
-from drkernel.data.schema import TaskRow
 from drkernel.rl.rewards import RewardConfig, score
 from drkernel.rollout.tokens import TokenStream
-from drkernel.rollout.types import EndReason, FinishReason, GenerateOutput, SamplingParams, Trajectory, Turn
-from drkernel.verify.result import ErrorInfo, VerifyResult
+from drkernel.types.sampling import FinishReason, GenerateOutput, SamplingParams
+from drkernel.types.task_row import TaskRow
+from drkernel.types.trajectory import EndReason, Trajectory, Turn
+from drkernel.types.verify_result import ErrorInfo, VerifyResult
 
 GenerateFn = Callable[[list[int], SamplingParams], Awaitable[GenerateOutput]]
 VerifyFn = Callable[[str, str, str], Awaitable[VerifyResult]]  # (reference, candidate, entry_point)
@@ -236,16 +237,15 @@ async def run_episode(
             waited = time.perf_counter() - t0
             stats["verify_s"] += waited
             stats["verify_calls"] += 1
-            result = result if isinstance(result, VerifyResult) else VerifyResult.model_validate(result)
-            stats["verify_wait_s"] += max(waited - result.elapsed_s, 0.0)  # queued or in transit, not evaluating
-            verdict = score(result, reward_cfg)
+            verdict = result if isinstance(result, VerifyResult) else VerifyResult.model_validate(result)
+            stats["verify_wait_s"] += max(waited - verdict.elapsed_s, 0.0)  # queued or in transit, not evaluating
             turn.verdict = verdict.model_dump(mode="json")
             if verdict.status == "infra_error":
                 turn.masked = True
                 stats["infra_errors"] += 1
                 end_reason = "infra_error"
             else:
-                turn.reward = verdict.reward
+                turn.reward = score(verdict, reward_cfg)
                 if cfg.end_on_correct and turn.correct:
                     end_reason = "correct_and_done"
         if end_reason is None and index == cfg.max_turns - 1:

@@ -19,8 +19,8 @@ from drkernel.config.verifier import VerifyOptions
 from drkernel.data.prompts import extract_code, first_turn_messages
 from drkernel.log import progress
 from drkernel.sft.data import Messages, prompt_ids
+from drkernel.types.verify_result import VerifyResult
 from drkernel.verify.engine import Verifier
-from drkernel.verify.result import VerifyResult
 
 ERROR_CHARS = 400  # enough to see the cause; full tracebacks would swamp the records file
 

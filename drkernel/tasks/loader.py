@@ -10,14 +10,12 @@ to the folder is the same set as a prompt pool (built by `drkernel prepare-data`
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from drkernel.config.base import StrictModel
-
-Category = Literal["elementwise", "reduction", "norm", "matmul", "fused"]
+from drkernel.types.task_category import Category
 
 REFERENCE_FILE = "reference.py"
 META_FILE = "task.yaml"

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from drkernel.rollout.group import FinishedGroup
-from drkernel.rollout.types import Trajectory, Turn
+from drkernel.types.group import FinishedGroup
+from drkernel.types.trajectory import Trajectory, Turn
 
 VERDICT_KEYS = ("status", "compiled", "correct", "hack", "speedup", "coverage", "runtime_ms", "ref_runtime_ms")
 

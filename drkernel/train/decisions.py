@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from drkernel.rl.step_batch import StepBatch
-from drkernel.rollout.types import Trajectory
+from drkernel.types.trajectory import Trajectory
 
 
 def _filtered(trajectories: Sequence[Trajectory], chosen: set[str], skipped: bool, min_std: float) -> list[dict]:

@@ -37,12 +37,13 @@ from typing import Any
 
 from drkernel.config.verifier import VerifyOptions
 from drkernel.devices import DeviceUnavailable, resolve_device
+from drkernel.types.verify_result import VerifyResult
 from drkernel.verify.process.child_spec import child_spec
 from drkernel.verify.process.entry import run as _entry
 from drkernel.verify.process.forkserver import PACKAGE_ROOT, ChildProcess
 from drkernel.verify.process.group import Group, kill_group
 from drkernel.verify.process.sandbox import descendants, read_tail
-from drkernel.verify.result import Infra, VerifyResult
+from drkernel.verify.result import Infra
 from drkernel.verify.static.gate import check_source
 from drkernel.verify.verdict import Verdict
 

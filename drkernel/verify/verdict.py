@@ -7,8 +7,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from drkernel.rl.rewards import RewardConfig, kernel_reward
-from drkernel.verify.result import CheckName, CheckRecord, ErrorInfo, HackName, VerifyResult
+from drkernel.types.verify_result import CheckName, CheckRecord, ErrorInfo, HackName, VerifyResult
 
 TIMING_SOURCE = {"cpu": "cpu_wall_roundtrip", "cuda": "host_roundtrip_cuda", "npu": "host_roundtrip_npu"}
 
@@ -55,8 +54,7 @@ class Verdict:
         return cls(**data)
 
     def result(self, t0: float) -> VerifyResult:
-        """The typed verdict, with the recipe-default reward (callers price it their own way with
-        drkernel.rl.rewards.score)."""
+        """The typed verdict (unpriced: callers that show a reward price it with drkernel.rl.rewards.score)."""
         correct = self.correct and self.error is None
         timed = correct and self.cand_ms is not None and self.ref_ms is not None
         runtime = self.cand_ms if timed else None
@@ -73,7 +71,6 @@ class Verdict:
                 "CPU Triton interpreter: times are wall-clock round trips and the timing-based "
                 "checks are logic-level only"
             )
-        reward = kernel_reward(correct, hack, speedup, coverage, RewardConfig(), compiled=self.compiled)
         return VerifyResult(
             status="ok",
             compiled=self.compiled,
@@ -83,7 +80,6 @@ class Verdict:
             ref_runtime_ms=ref_runtime,
             speedup=speedup,
             coverage=coverage,
-            reward=reward,
             error=ErrorInfo(**self.error) if self.error else None,  # type: ignore[arg-type]
             device=self.device,
             timing_source=(self.timing_source or TIMING_SOURCE[self.device]) if runtime is not None else None,

@@ -14,8 +14,9 @@ from typing import Any
 import ray
 
 from drkernel.data.reader import write_rows
-from drkernel.data.schema import TaskRow, parse_row
-from drkernel.rollout.types import GenerateOutput, SamplingParams, Trajectory, Turn
+from drkernel.types.sampling import GenerateOutput, SamplingParams
+from drkernel.types.task_row import TaskRow, parse_row
+from drkernel.types.trajectory import Trajectory, Turn
 
 # Ray workers cannot import this test helper by name: ship its code with the functions and classes.
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -79,7 +80,7 @@ class SlowVerifier:
         self._seen: set[str] = set()
         self.calls = 0
 
-    async def verify(self, reference: str, candidate: str, options: Any = None, reward: Any = None) -> dict:
+    async def verify(self, reference: str, candidate: str, options: Any = None) -> dict:
         self.calls += 1
         slow = self._rng.random() < self._slow_p
         await asyncio.sleep(self._rng.uniform(0, self._slow_s if slow else self._fast_s))
@@ -87,7 +88,7 @@ class SlowVerifier:
         if candidate.startswith("poison") or (candidate.startswith("flaky") and sample not in self._seen):
             self._seen.add(sample)
             raise RuntimeError(f"verifier replica lost while checking {candidate}")
-        return {"correct": True, "compiled": True, "hack": None, "reward": 1.0}
+        return {"correct": True, "compiled": True, "hack": None}
 
     async def num_calls(self) -> int:
         return self.calls

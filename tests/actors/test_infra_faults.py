@@ -33,11 +33,11 @@ class MortalVerifier:
     def __init__(self, calls: str) -> None:
         self.calls = Path(calls)
 
-    async def verify(self, reference: str, candidate: str, options: Any = None, reward: Any = None) -> dict:
+    async def verify(self, reference: str, candidate: str, options: Any = None) -> dict:
         (self.calls / f"{time.monotonic_ns()}-{uuid.uuid4().hex[:6]}").write_text(candidate)
         while candidate.startswith("doomed") and not (self.calls.parent / "release").exists():
             await asyncio.sleep(0.05)
-        return {"correct": True, "compiled": True, "hack": None, "reward": 1.0}
+        return {"correct": True, "compiled": True, "hack": None}
 
 
 def _doomed_calls(calls: Path) -> list[str]:

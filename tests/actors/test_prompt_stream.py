@@ -15,8 +15,8 @@ import pytest
 from actors.prompt_stream import PromptStream
 from drkernel.data.index_cache import fingerprint
 from drkernel.data.reader import DataFormatError, write_rows
-from drkernel.data.schema import parse_row
 from drkernel.data.stream import order_key
+from drkernel.types.task_row import parse_row
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("ray_cluster")]
 

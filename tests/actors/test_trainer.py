@@ -17,10 +17,10 @@ from actors.weight_sync import ActorReplicas
 from drkernel.config.train import TrainConfig
 from drkernel.devices import DeviceUnavailable
 from drkernel.model.weights import state_checksum, unpack_into
-from drkernel.rollout.group import FinishedGroup
-from drkernel.rollout.types import Trajectory
 from drkernel.train.backend import choose_backend
 from drkernel.train.checkpoint import IncompatibleCheckpoint
+from drkernel.types.group import FinishedGroup
+from drkernel.types.trajectory import Trajectory
 
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import a test module
 

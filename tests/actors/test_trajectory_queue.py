@@ -13,8 +13,8 @@ from rollout_support import write_pool
 
 from actors.prompt_source import PromptSource
 from actors.trajectory_queue import TrajectoryQueue
-from drkernel.rollout.group import FinishedGroup, PromptGroup
-from drkernel.rollout.types import Trajectory, Turn
+from drkernel.types.group import FinishedGroup, PromptGroup
+from drkernel.types.trajectory import Trajectory, Turn
 
 N = 8
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from drkernel.rl.rewards import score
 from drkernel.verify import Verifier, VerifyOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -57,11 +58,11 @@ def test_honest_candidate_is_correct_and_rewarded(verifier, kernelbench: Path, n
     r = verifier.verify(reference, HONEST[name].path.read_text(), CHEAP)
     assert r.status == "ok" and r.error is None, r.error
     assert r.compiled and r.correct and r.hack is None
-    assert r.reward > 0
+    assert score(r) > 0
 
 
 @pytest.mark.parametrize("cand", CPU_HACKS, ids=lambda c: c.file)
 def test_cpu_hack_is_caught(verifier, kernelbench: Path, cand: candidate_set.Candidate):
     reference = candidate_set.problem(cand.problem).source(kernelbench, tiny=True)
     r = verifier.verify(reference, cand.path.read_text(), CHEAP)
-    assert r.hack == cand.expect_hack and r.reward == 0
+    assert r.hack == cand.expect_hack and score(r) == 0

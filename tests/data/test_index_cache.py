@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from drkernel.data.index_cache import FileIndex, IndexCache, fingerprint
-from drkernel.data.schema import RowError
+from drkernel.types.task_row import RowError
 
 
 def write(path, n: int, text: str = "x") -> None:

@@ -7,7 +7,7 @@ import ast
 import pytest
 
 from drkernel.data.kernelbench import ReferenceFileError, build_row, check_static, discover, torch_ops
-from drkernel.data.schema import source_uuid
+from drkernel.types.task_row import source_uuid
 
 GOOD = """import torch
 import torch.nn as nn

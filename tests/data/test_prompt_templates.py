@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from drkernel.data.prompts import TRUNCATION_MARKER, extract_code, feedback_message, first_turn_messages
-from drkernel.verify.result import CheckRecord, ErrorInfo, VerifyResult
+from drkernel.types.verify_result import CheckRecord, ErrorInfo, VerifyResult
 
 RELU = (Path(__file__).resolve().parents[2] / "drkernel/tasks/library/relu/reference.py").read_text()
 

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from drkernel.data.reader import DataFormatError, read_rows, scan, write_rows
-from drkernel.data.schema import parse_row
+from drkernel.types.task_row import parse_row
 
 REFERENCE = "import torch\nclass Model(torch.nn.Module):\n    pass\n"
 

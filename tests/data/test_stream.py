@@ -11,7 +11,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from drkernel.data.reader import DataFormatError
-from drkernel.data.schema import TaskRow
 from drkernel.data.stream import (
     KeyIndex,
     check_rows,
@@ -25,6 +24,7 @@ from drkernel.data.stream import (
     uuid_hashes,
     window_starts,
 )
+from drkernel.types.task_row import TaskRow
 
 
 def record(i: int) -> dict:

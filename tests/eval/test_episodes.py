@@ -6,12 +6,12 @@ from drkernel.config.train import RolloutConfig
 from drkernel.eval.episodes import best_turn, continue_from, outcome
 from drkernel.eval.tasks import load_tasks
 from drkernel.model.tokenizer import build_tokenizer
-from drkernel.rollout.types import Turn
-from drkernel.verify.result import VerifyResult
+from drkernel.types.trajectory import Turn
+from drkernel.types.verify_result import VerifyResult
 
 
 def turn(index: int, code: str | None, reward: float, correct: bool = True) -> Turn:
-    verdict = None if code is None else VerifyResult(compiled=True, correct=correct, speedup=1.3, reward=reward)
+    verdict = None if code is None else VerifyResult(compiled=True, correct=correct, speedup=1.3)
     t = Turn(index, 0, 0, 0, "stop", "", code, verdict=None if verdict is None else verdict.model_dump(mode="json"))
     t.reward = reward
     return t

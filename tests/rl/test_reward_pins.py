@@ -18,7 +18,7 @@ from drkernel.rl.filters import GroupVarianceFilter
 from drkernel.rl.prs import prs_generator, prs_keep_mask, prs_keep_probability
 from drkernel.rl.rewards import RewardConfig, kernel_reward, score
 from drkernel.rl.step_batch import StepBatch, build_step_batch
-from drkernel.verify.result import VerifyResult
+from drkernel.types.verify_result import VerifyResult
 from drkernel.verify.verdict import Verdict
 
 
@@ -33,25 +33,23 @@ def verdict(cand_ms: float, ref_ms: float, coverage: float | None = 1.0) -> Veri
 def test_a_faster_kernel_earns_more():
     fast, slow = verdict(cand_ms=2.0, ref_ms=4.0), verdict(cand_ms=4.0, ref_ms=2.0)
     assert fast.speedup == pytest.approx(2.0) and slow.speedup == pytest.approx(0.5)
-    assert score(fast).reward == pytest.approx(0.5 + 0.5 * 2.0 + 0.5 * 1.0)
-    assert score(slow).reward == pytest.approx(0.5 + 0.5 * 0.5 + 0.5 * 1.0)
-    # the verdict's own recipe reward agrees with score's
-    assert fast.reward == score(fast).reward and slow.reward == score(slow).reward
+    assert score(fast) == pytest.approx(0.5 + 0.5 * 2.0 + 0.5 * 1.0)
+    assert score(slow) == pytest.approx(0.5 + 0.5 * 0.5 + 0.5 * 1.0)
 
 
 def test_coverage_is_part_of_the_reward():
     lazy, full = verdict(2.0, 2.0, coverage=0.1), verdict(2.0, 2.0, coverage=0.9)
     assert lazy.coverage == pytest.approx(0.1) and full.coverage == pytest.approx(0.9)
-    assert score(full).reward - score(lazy).reward == pytest.approx(0.5 * 0.8)
-    assert score(full, RewardConfig(coverage_weight=0.25)).reward == pytest.approx(0.5 + 0.5 + 0.25 * 0.9)
-    assert score(full, RewardConfig(kind="weighted")).reward == pytest.approx(0.5 + 0.0 + 0.5 * 0.9)
+    assert score(full) - score(lazy) == pytest.approx(0.5 * 0.8)
+    assert score(full, RewardConfig(coverage_weight=0.25)) == pytest.approx(0.5 + 0.5 + 0.25 * 0.9)
+    assert score(full, RewardConfig(kind="weighted")) == pytest.approx(0.5 + 0.0 + 0.5 * 0.9)
 
 
 def test_lower_bound_is_strict():
     """s~ = 0 only when s~ < L (spec 4.2): a speedup exactly at the bound keeps its credit."""
     cfg = RewardConfig(speedup_lower_bound=1.0)
-    assert score(verdict(2.0, 2.0, coverage=0.0), cfg).reward == pytest.approx(0.5 + 0.5 * 1.0)
-    assert score(verdict(2.0, 1.999, coverage=0.0), cfg).reward == pytest.approx(0.5)
+    assert score(verdict(2.0, 2.0, coverage=0.0), cfg) == pytest.approx(0.5 + 0.5 * 1.0)
+    assert score(verdict(2.0, 1.999, coverage=0.0), cfg) == pytest.approx(0.5)
     # the cap is a min: exactly at the cap and above it earn the same
     capped = RewardConfig(speedup_cap=2.0)
     assert kernel_reward(True, None, 2.0, 0.0, capped) == kernel_reward(True, None, 7.0, 0.0, capped) == 1.5
@@ -117,8 +115,8 @@ def test_step_batch_refuses_a_nan_reward_and_zeroes_nan_measurements():
 def test_tiered_reward_reads_compiled_from_the_verdict():
     """A kernel that did not compile is -0.5 under the ladder, not -0.3; a direct call defaults to compiled."""
     tiered = RewardConfig(kind="tiered")
-    assert score(VerifyResult(compiled=False, correct=False), tiered).reward == -0.5
-    assert score(VerifyResult(compiled=True, correct=False), tiered).reward == -0.3
+    assert score(VerifyResult(compiled=False, correct=False), tiered) == -0.5
+    assert score(VerifyResult(compiled=True, correct=False), tiered) == -0.3
     assert kernel_reward(True, None, 2.0, 0.5, tiered) == pytest.approx(0.8)
 
 

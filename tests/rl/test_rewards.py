@@ -6,7 +6,7 @@ import pytest
 
 from drkernel.config.base import ConfigError, load_config
 from drkernel.rl.rewards import RewardConfig, kernel_reward, score
-from drkernel.verify.result import VerifyResult
+from drkernel.types.verify_result import VerifyResult
 
 
 @pytest.mark.parametrize(
@@ -84,10 +84,10 @@ def test_reward_config_rejects_unknown_keys_and_bad_values(tmp_path):
 
 
 def test_score_prices_a_verdict_under_the_callers_config():
-    verdict = VerifyResult(compiled=True, correct=True, speedup=2.0, coverage=1.0, reward=0.0)
-    assert score(verdict).reward == pytest.approx(0.5 + 0.5 * 2.0 + 0.5)
-    assert score(verdict, RewardConfig(speedup_cap=1.5)).reward == pytest.approx(0.5 + 0.5 * 1.5 + 0.5)
-    assert score(verdict, RewardConfig(kind="tiered")).reward == pytest.approx(0.8)
-    assert score(verdict.model_copy(update={"hack": "decoy_kernel"})).reward == 0.0
-    infra = VerifyResult(status="infra_error", compiled=True, correct=True, speedup=2.0, coverage=1.0, reward=1.0)
-    assert score(infra).reward == 0.0
+    verdict = VerifyResult(compiled=True, correct=True, speedup=2.0, coverage=1.0)
+    assert score(verdict) == pytest.approx(0.5 + 0.5 * 2.0 + 0.5)
+    assert score(verdict, RewardConfig(speedup_cap=1.5)) == pytest.approx(0.5 + 0.5 * 1.5 + 0.5)
+    assert score(verdict, RewardConfig(kind="tiered")) == pytest.approx(0.8)
+    assert score(verdict.model_copy(update={"hack": "decoy_kernel"})) == 0.0
+    infra = VerifyResult(status="infra_error", compiled=True, correct=True, speedup=2.0, coverage=1.0)
+    assert score(infra) == 0.0

@@ -13,9 +13,9 @@ from typing import Any
 
 from drkernel.config.train import RolloutConfig
 from drkernel.data.prompts import first_turn_messages
-from drkernel.data.schema import TaskRow
-from drkernel.rollout.types import FinishReason, GenerateOutput, SamplingParams
-from drkernel.verify.result import VerifyResult
+from drkernel.types.sampling import FinishReason, GenerateOutput, SamplingParams
+from drkernel.types.task_row import TaskRow
+from drkernel.types.verify_result import VerifyResult
 
 
 def task_row(reference: str, entry_point: str = "Model", style: str = "compact") -> TaskRow:

@@ -10,7 +10,7 @@ from episode_support import Reply, ScriptedEngine, ScriptedVerifier, fenced, ok,
 
 from drkernel.rl.rewards import RewardConfig
 from drkernel.rollout.episode import CUT_OFF_MESSAGE, NO_CODE_MESSAGE, budgeted_feedback, run_episode
-from drkernel.verify.result import ErrorInfo, VerifyResult
+from drkernel.types.verify_result import ErrorInfo, VerifyResult
 
 REWARD = RewardConfig()
 CODE_A = "import torch\nclass ModelNew(torch.nn.Module):\n    pass"
@@ -148,7 +148,7 @@ def test_length_cut_after_a_closed_block_is_verified(row, tokenizer):
 
 def test_infra_error_masks_the_turn_and_ends_the_episode(row, tokenizer):
     engine = ScriptedEngine(tokenizer, [Reply(fenced(CODE_A)), Reply(fenced(CODE_B))])
-    infra = VerifyResult(status="infra_error", reward=1.0, error=ErrorInfo(kind="infra", message="replica lost"))
+    infra = VerifyResult(status="infra_error", error=ErrorInfo(kind="infra", message="replica lost"))
     traj = _run(row, engine, ScriptedVerifier([infra]), tokenizer, rollout_cfg())
     (turn,) = traj.turns
     assert turn.masked and turn.reward == 0.0 and turn.verdict["status"] == "infra_error"
@@ -158,7 +158,7 @@ def test_infra_error_masks_the_turn_and_ends_the_episode(row, tokenizer):
 
 def test_verdicts_are_priced_by_the_reward_config(row, tokenizer):
     engine = ScriptedEngine(tokenizer, [Reply(fenced(CODE_A))])
-    verdict = ok(True, speedup=2.0, coverage=1.0, reward=99.0)  # a stale price from elsewhere is replaced
+    verdict = ok(True, speedup=2.0, coverage=1.0)
     traj = asyncio.run(
         run_episode(
             row,
@@ -172,7 +172,7 @@ def test_verdicts_are_priced_by_the_reward_config(row, tokenizer):
         )
     )
     assert traj.turns[0].reward == pytest.approx(0.5 + 0.5 * 2.0)
-    assert traj.turns[0].verdict["reward"] == traj.turns[0].reward
+    assert "reward" not in traj.turns[0].verdict  # the price lives on the turn; the verdict record carries none
 
 
 def test_end_on_correct(row, tokenizer):

@@ -15,7 +15,7 @@ from drkernel.config.sft import TinyModelConfig
 from drkernel.model.tiny import build_tiny_model
 from drkernel.rl.rewards import RewardConfig
 from drkernel.rollout.episode import run_episode
-from drkernel.rollout.types import GenerateOutput, SamplingParams
+from drkernel.types.sampling import GenerateOutput, SamplingParams
 
 SMALL = TinyModelConfig(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, head_dim=32, intermediate_size=128)
 

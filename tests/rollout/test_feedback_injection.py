@@ -14,7 +14,7 @@ from episode_support import Reply, ScriptedEngine, ScriptedVerifier, fenced, ok,
 from drkernel.data.prompts import ESCAPE_MARK, escape_special, special_strings
 from drkernel.rl.rewards import RewardConfig
 from drkernel.rollout.episode import budgeted_feedback, run_episode
-from drkernel.verify.result import CheckRecord, ErrorInfo
+from drkernel.types.verify_result import CheckRecord, ErrorInfo
 
 # Qwen3's shape: ChatML turns, <think> blocks dropped from earlier assistant turns, an empty think block in the
 # generation prompt when thinking is off. Written here for the test; the real one has tools and more branches.

@@ -16,7 +16,7 @@ from drkernel.config.train import PolicyConfig
 from drkernel.model.tiny import build_tiny_model
 from drkernel.model.tokenizer import build_tokenizer
 from drkernel.model.weights import BucketPacker, state_checksum
-from drkernel.rollout.types import GenerateOutput, SamplingParams
+from drkernel.types.sampling import GenerateOutput, SamplingParams
 from serve_apps.policy_engine import processed_logprobs
 
 pytestmark = pytest.mark.integration

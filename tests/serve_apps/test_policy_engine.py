@@ -14,7 +14,7 @@ from drkernel.config.train import PolicyConfig
 from drkernel.model.tiny import build_tiny_model
 from drkernel.model.tokenizer import build_tokenizer
 from drkernel.model.weights import BucketPacker, state_checksum
-from drkernel.rollout.types import SamplingParams
+from drkernel.types.sampling import SamplingParams
 from serve_apps.policy_engine import PolicyEngine, TransformersEngine, make_engine, processed_logprobs
 
 SMALL = TinyModelConfig(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, head_dim=32, intermediate_size=128)

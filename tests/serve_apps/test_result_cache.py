@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from drkernel.config.verifier import VerifyOptions
-from drkernel.verify.result import ErrorInfo, VerifyResult
+from drkernel.types.verify_result import ErrorInfo, VerifyResult
 from serve_apps.result_cache import ResultCache, content_key
 
 

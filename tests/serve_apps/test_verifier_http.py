@@ -165,13 +165,13 @@ def test_batch_of_hacked_and_broken_candidates_keeps_request_order(client):
 def test_handle_api_returns_the_typed_result(server):
     """In-cluster callers (rollout workers) use a DeploymentHandle and get a VerifyResult, not JSON."""
     from drkernel.config.verifier import VerifyOptions
-    from drkernel.verify.result import VerifyResult
+    from drkernel.types.verify_result import VerifyResult
     from serve_apps.verifier import verifier_handle
 
     handle = verifier_handle()
     opts = VerifyOptions(num_correct_trials=2, num_perf_trials=3, num_warmup=1)
     result = handle.verify.remote(code("reference_add"), code("wrong_add"), opts).result(timeout_s=120)
-    assert isinstance(result, VerifyResult)
+    assert isinstance(result, VerifyResult) and "reward" not in result.model_dump()  # unpriced: callers price it
     assert result.compiled and not result.correct and result.error.kind == "output_mismatch"
     with pytest.raises(ValueError, match="runs on 'cpu'; use 'auto'"):
         handle.verify.remote(code("reference_add"), code("honest_add"), {"device": "cuda"}).result(timeout_s=60)

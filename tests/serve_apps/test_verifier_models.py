@@ -3,9 +3,10 @@
 import pytest
 from pydantic import ValidationError
 
+from drkernel.config.algorithm import RewardConfig
 from drkernel.config.serve import AutoscalingSettings, VerifierServeConfig
-from drkernel.verify.result import ErrorInfo, VerifyResult
-from serve_apps.verifier_schemas import BatchRequest, VerifyRequest
+from drkernel.types.verify_result import ErrorInfo, VerifyResult
+from serve_apps.verifier_schemas import BatchRequest, BatchResponse, VerifyRequest, VerifyResponse
 from serve_apps.verifier_stats import VerifierStats, percentile, verdict_of
 
 
@@ -85,3 +86,23 @@ def test_client_shares_and_handle_reserve():
     assert (cfg.dispatch_limit, cfg.client_dispatch_limit, cfg.client_admission_limit) == (6, 3, 12)
     with pytest.raises(ValidationError, match="max_batch"):
         VerifierServeConfig(queue_limit=24, max_batch=16, max_client_share=0.5)
+
+
+def test_the_http_answer_is_the_verdict_priced_by_the_request_config():
+    """Verdicts carry no reward (replicas cache them unpriced); the front prices each under its request's config."""
+    verdict = VerifyResult(compiled=True, correct=True, speedup=2.0, coverage=1.0)
+    assert "reward" not in verdict.model_dump()
+    recipe = VerifyResponse.priced(verdict, VerifyRequest(reference_code="r", kernel_code="k").reward)
+    tiered = VerifyResponse.priced(verdict, RewardConfig(kind="tiered"))
+    assert recipe.reward == pytest.approx(0.5 + 0.5 * 2.0 + 0.5) and tiered.reward == pytest.approx(0.8)
+    assert recipe.model_dump(exclude={"reward"}) == verdict.model_dump()
+    infra = VerifyResult.infra("infra", "replica lost", "cpu")
+    assert VerifyResponse.priced(infra, RewardConfig(kind="tiered")).reward == 0.0  # masked, never priced
+    with pytest.raises(ValidationError, match="reward"):
+        BatchResponse.model_validate({"results": [verdict.model_dump()]})  # an answer always shows its price
+
+
+def test_a_verdict_recorded_with_a_reward_reads_back_without_it():
+    """Records written before verdicts lost their price (checkpointed turns, old answers) still validate."""
+    old = {**VerifyResult(compiled=True, correct=True).model_dump(mode="json"), "reward": 0.5}
+    assert "reward" not in VerifyResult.model_validate(old).model_dump()

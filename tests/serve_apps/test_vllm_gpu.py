@@ -25,8 +25,9 @@ from drkernel.config.sft import TinyModelConfig
 from drkernel.config.train import PolicyConfig
 from drkernel.model.tiny import build_tiny_model
 from drkernel.model.tokenizer import build_tokenizer
-from drkernel.model.weights import BucketPacker, WeightsManifest, state_checksum
-from drkernel.rollout.types import GenerateOutput, SamplingParams
+from drkernel.model.weights import BucketPacker, state_checksum
+from drkernel.types.sampling import GenerateOutput, SamplingParams
+from drkernel.types.weights import WeightsManifest
 from serve_apps.policy_engine import processed_logprobs
 
 HAVE_GPU = torch.cuda.is_available()

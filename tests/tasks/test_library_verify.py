@@ -12,9 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from drkernel.config.verifier import VerifyOptions
+from drkernel.rl.rewards import score
 from drkernel.tasks import load_tasks
+from drkernel.types.verify_result import VerifyResult
 from drkernel.verify.engine import Verifier
-from drkernel.verify.result import VerifyResult
 
 TASKS = {t.name: t for t in load_tasks()}
 SOLUTIONS = [(name, label) for name, t in TASKS.items() for label in sorted(t.solutions)]
@@ -43,4 +44,4 @@ def test_solution_is_accepted(verdicts: dict[tuple[str, str], VerifyResult], nam
     assert result.compiled and result.correct, summary
     assert result.hack is None, summary
     assert result.error is None, summary
-    assert result.reward > 0, summary
+    assert score(result) > 0, summary

@@ -1,11 +1,11 @@
-"""Hack and check names used by the tests, checked against the Literals of the verdict (drkernel.verify.result):
+"""Hack and check names used by the tests, checked against the Literals of the verdict (drkernel.types.verify_result):
 a renamed or removed hack fails the test that expects it, loudly, instead of comparing against a dead name."""
 
 from __future__ import annotations
 
 from typing import get_args
 
-from drkernel.verify.result import CheckName, HackName
+from drkernel.types.verify_result import CheckName, HackName
 
 HACKS: frozenset[str] = frozenset(get_args(HackName))
 CHECKS: frozenset[str] = frozenset(get_args(CheckName))

@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from drkernel.rl.rewards import score
 from drkernel.verify import VerifyOptions
 from drkernel.verify.engine import Verifier
 
@@ -183,7 +184,7 @@ def assert_honest_clean(verifier) -> None:
     r = verifier.verify(read("ref_add_relu"), read("honest_add_relu"), options_for(CASES["honest_add_relu"]))
     assert r.status == "ok", r.error
     assert r.compiled and r.correct and r.hack is None, r.model_dump_json(indent=1)
-    assert r.reward > 0
+    assert score(r) > 0
 
 
 def check_verdict(name: str, expect: Expect, r) -> None:
@@ -202,9 +203,9 @@ def check_verdict(name: str, expect: Expect, r) -> None:
         assert r.error is not None and r.error.kind in kinds, dump
         assert r.error.message.strip(), dump
     if expect.honest:
-        assert r.reward > 0, dump
+        assert score(r) > 0, dump
     else:
-        assert r.reward == 0.0, dump
+        assert score(r) == 0.0, dump
 
 
 def open_listener() -> socket.socket:

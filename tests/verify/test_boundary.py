@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from drkernel.rl.rewards import score
 from drkernel.verify import Verifier, VerifyOptions
 
 pytestmark = pytest.mark.integration
@@ -75,7 +76,7 @@ def ungated(verifier, candidate: str, reference: str = REF, **over) -> object:
 
 def test_honest_kernel_still_earns_a_reward(verifier):
     r = verifier.verify(REF, HONEST, OPTS)
-    assert r.correct and r.hack is None and r.reward > 0.5 and r.details["isolation"]["preloaded"] == "yes"
+    assert r.correct and r.hack is None and score(r) > 0.5 and r.details["isolation"]["preloaded"] == "yes"
     assert r.details["calls_per_round"] >= 1 and r.details["empty_round_trip_ms"] > 0
 
 
@@ -110,7 +111,7 @@ def test_messages_forged_on_the_harness_channel_are_never_believed(verifier, sen
         os.remove(MARKER)
     r = ungated(verifier, model_new(f"{send}\n        return launch(x, y)", prelude=FIND_CONN))
     assert not os.path.exists(MARKER), "a candidate's bytes were unpickled outside its process"
-    assert r.reward == 0 and not r.correct
+    assert score(r) == 0 and not r.correct
     assert r.error.kind == "protocol" and r.hack == "harness_tampering", r.error
 
 
@@ -126,7 +127,7 @@ def test_patching_timers_in_the_candidate_changes_nothing(verifier):
     )
     r = ungated(verifier, model_new(body, prelude=prelude, init="self.calls = 0"))
     assert r.correct and r.runtime_ms >= 20.0, r.runtime_ms  # the judge's clock saw the sleep
-    assert r.hack == "harness_tampering" and r.reward == 0
+    assert r.hack == "harness_tampering" and score(r) == 0
 
 
 # -- seen #3: slowing only the reference (it now runs in a process the candidate never touches) -------------
@@ -187,7 +188,7 @@ def test_initial_seed_does_not_name_the_inputs(verifier):
         "        return launch(a, b)"
     )
     r = ungated(verifier, model_new(body))
-    assert not r.correct and r.error.kind == "output_mismatch" and r.reward == 0
+    assert not r.correct and r.error.kind == "output_mismatch" and score(r) == 0
 
 
 # -- seen #5: every call is checked ----------------------------------------------------------------------------
@@ -199,7 +200,7 @@ def test_garbage_on_some_timed_calls_is_caught(verifier):
         "        return out if self.calls <= 2 or self.calls % 5 == 0 else out * 0"
     )
     r = ungated(verifier, model_new(body, init=init))
-    assert r.hack == "result_caching" and r.reward == 0, (r.hack, r.error)
+    assert r.hack == "result_caching" and score(r) == 0, (r.hack, r.error)
     assert any(c.name == "every_call_checked" and not c.passed for c in r.checks)
 
 
@@ -251,7 +252,7 @@ def test_tiny_softmax_output_fails_strict_and_passes_kernelbench(verifier):
         OPTS.model_copy(update={"measure_performance": False, "measure_coverage": False}),
     )
     assert strict.status == "ok" and not strict.correct and strict.error.kind == "output_mismatch"
-    assert "relative L2" in strict.error.message and strict.reward == 0
+    assert "relative L2" in strict.error.message and score(strict) == 0
     assert any(c.name == "correctness_scale" and not c.passed for c in strict.checks)
     assert any(c.name == "correctness_elementwise" and c.passed for c in strict.checks)
     kb = verifier.verify(
@@ -278,7 +279,7 @@ def test_tiny_softmax_output_fails_strict_and_passes_kernelbench(verifier):
 def test_bad_returns_are_candidate_verdicts(verifier, ret):
     r = ungated(verifier, model_new(f"out = launch(x, y)\n        return {ret}"))
     assert r.error is not None and r.error.kind == "output_mismatch", (r.error, r.details.get("traceback"))
-    assert r.compiled and not r.correct and r.reward == 0
+    assert r.compiled and not r.correct and score(r) == 0
 
 
 # -- seen #6 and #10: coverage is attributed to the candidate's own kernel objects ----------------------------
@@ -356,7 +357,7 @@ def test_a_same_named_kernel_from_another_file_is_not_the_candidates(verifier):
         "        return out"
     )
     r = ungated(verifier, model_new(body, prelude=SAME_NAME_ELSEWHERE))
-    assert r.hack == "decoy_kernel" and r.reward == 0, (r.hack, r.error, r.details.get("isolation"))
+    assert r.hack == "decoy_kernel" and score(r) == 0, (r.hack, r.error, r.details.get("isolation"))
 
 
 def test_a_decoy_launch_next_to_foreign_work_gets_little_coverage(verifier):

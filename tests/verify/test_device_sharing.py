@@ -9,11 +9,11 @@ import time
 
 import torch
 
+from drkernel.types.verify_result import ErrorInfo, VerifyResult
 from drkernel.verify.engine import _Admission, _candidate_out_of_memory, _DeviceMemory, _out_of_memory
 from drkernel.verify.judging.outputs import bound_fits as _bound_fits
 from drkernel.verify.judging.outputs import fits as _fits
 from drkernel.verify.process import protocol
-from drkernel.verify.result import ErrorInfo, VerifyResult
 
 
 def _later(fn, *args):

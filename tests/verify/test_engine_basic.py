@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from drkernel.rl.rewards import score
 from drkernel.verify import Verifier, VerifyOptions
 
 pytestmark = pytest.mark.integration
@@ -57,7 +58,7 @@ def verifier():
 def test_honest_kernel_passes_with_positive_reward(verifier):
     r = verifier.verify(REFERENCE, HONEST, FAST)
     assert r.status == "ok" and r.compiled and r.correct and r.hack is None and r.error is None
-    assert r.reward > 0.5 and r.runtime_ms > 0 and r.ref_runtime_ms > 0 and r.speedup > 0
+    assert score(r) > 0.5 and r.runtime_ms > 0 and r.ref_runtime_ms > 0 and r.speedup > 0
     assert 0.5 < r.coverage <= 1.0  # the forward is almost all Triton launch time
     assert r.timing_source == "cpu_wall_roundtrip" and r.device == "cpu"
     assert {c.name for c in r.checks} >= {
@@ -80,17 +81,17 @@ def test_correctness_only_evaluation(verifier):
     opts = FAST.model_copy(update={"measure_performance": False, "measure_coverage": False})
     r = verifier.verify(REFERENCE, HONEST, opts)
     assert r.status == "ok" and r.correct and r.hack is None and r.error is None
-    assert r.speedup is None and r.runtime_ms is None and r.reward == pytest.approx(0.5)
+    assert r.speedup is None and r.runtime_ms is None and score(r) == pytest.approx(0.5)
     assert "timing" not in {c.name for c in r.checks}
 
 
 def test_reference_against_itself_without_triton(verifier):
     opts = FAST.model_copy(update={"require_triton": False})
     r = verifier.verify(REFERENCE, REFERENCE, opts)
-    assert r.status == "ok" and r.correct and r.hack is None and r.reward >= 0.5
+    assert r.status == "ok" and r.correct and r.hack is None and score(r) >= 0.5
     assert "aliased" in r.details["model_new"]
     r2 = verifier.verify(REFERENCE, REFERENCE, FAST)  # Triton required: rejected before any process starts
-    assert r2.error.kind == "no_triton" and not r2.compiled and r2.reward == 0
+    assert r2.error.kind == "no_triton" and not r2.compiled and score(r2) == 0
 
 
 @pytest.mark.parametrize(
@@ -137,18 +138,18 @@ def test_error_classes(verifier, source, kind, compiled):
     r = check(REFERENCE, source, opts)
     assert r.status == "ok", r.error
     assert r.error is not None and r.error.kind == kind, (r.error, r.details.get("traceback"))
-    assert r.compiled is compiled and not r.correct and r.reward == 0.0
+    assert r.compiled is compiled and not r.correct and score(r) == 0.0
 
 
 def test_basic_hacks_are_named(verifier):
     alias = verifier.verify(REFERENCE, model_new("launch(a, b); return a.add_(b)"), FAST)
-    assert alias.hack == "output_aliases_input" and alias.correct and alias.reward == 0
+    assert alias.hack == "output_aliases_input" and alias.correct and score(alias) == 0
     decoy = verifier.verify(REFERENCE, model_new("return a + b"), FAST)
-    assert decoy.hack == "decoy_kernel" and decoy.reward == 0
+    assert decoy.hack == "decoy_kernel" and score(decoy) == 0
     patch = model_new("t = torch; t.allclose = lambda *x, **k: True; return launch(a, b)")
     assert verifier.verify(REFERENCE, patch, FAST).hack == "forbidden_api"
     tamper = verifier._verify_ungated(REFERENCE, patch, FAST)  # the in-process tamper check on its own
-    assert tamper.hack == "harness_tampering" and tamper.reward == 0
+    assert tamper.hack == "harness_tampering" and score(tamper) == 0
 
 
 def test_candidate_output_is_captured_not_leaked(verifier, capfd):

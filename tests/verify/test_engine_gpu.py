@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("needs an NVIDIA GPU", allow_module_level=True)
 
+from drkernel.rl.rewards import score  # noqa: E402
 from drkernel.verify import Verifier, VerifyOptions  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.integration]
@@ -92,7 +93,7 @@ def test_honest_kernel_on_cuda(verifier):
     r = verifier.verify(REFERENCE, HONEST, VerifyOptions(num_perf_trials=20))
     assert r.status == "ok", r.error
     assert r.correct and r.hack is None and r.timing_source == "host_roundtrip_cuda"
-    assert r.runtime_ms > 0 and r.speedup > 0.5 and r.coverage > 0.9 and r.reward > 1.0
+    assert r.runtime_ms > 0 and r.speedup > 0.5 and r.coverage > 0.9 and score(r) > 1.0
     assert r.details["coverage_source"] == "torch_profiler_cuda"
     print(r.model_dump_json(indent=1, exclude={"details": {"trials"}}))
 
@@ -107,7 +108,7 @@ def test_side_stream_is_caught_on_cuda(verifier):
     """The gate rejects the computed getattr; without it, the launch hook's stream evidence holds."""
     r = verifier._verify_ungated(REFERENCE, SIDE_STREAM, VerifyOptions(num_perf_trials=10))
     assert r.status == "ok", r.error
-    assert r.hack == "side_stream" and r.reward == 0, (r.error, r.details.get("trials"), r.details.get("traceback"))
+    assert r.hack == "side_stream" and score(r) == 0, (r.error, r.details.get("trials"), r.details.get("traceback"))
 
 
 HELPER = """
@@ -170,7 +171,7 @@ def test_every_child_drops_root_and_a_spare_judges_like_a_fresh_group_on_cuda(ve
         assert v.warm_spares() == 1
         spare = v.verify(REFERENCE, HONEST, VerifyOptions(num_perf_trials=10))
     for r, children in ((fresh, "started for this evaluation"), (spare, "spare")):
-        assert r.status == "ok" and r.correct and r.hack is None and r.reward > 1.0, r.error
+        assert r.status == "ok" and r.correct and r.hack is None and score(r) > 1.0, r.error
         assert r.details["children"] == children
         uid = r.details["isolation"]["uid"]
         assert uid.startswith("active (uid=gid=") and "not dumpable" in uid, uid

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from drkernel.rl.rewards import score
 from drkernel.verify import VerifyOptions
 from drkernel.verify.engine import Verifier
 
@@ -77,14 +78,14 @@ def test_malformed_candidate(verifier, case_id: str, source: str, kinds: tuple[s
     assert r.status == "ok", f"a malformed candidate is a verdict, not an infra error: {r.error}"
     _clear(r)
     assert r.error.kind in kinds, r.model_dump_json(indent=1, exclude={"checks"})
-    assert not r.correct and r.reward == 0.0
+    assert not r.correct and score(r) == 0.0
 
 
 def test_empty_source_without_triton_requirement(verifier) -> None:
     r = verifier.verify(REF, "", VerifyOptions(**OPTIONS, require_triton=False))
     assert r.status == "ok"
     _clear(r)
-    assert r.error.kind == "missing_model_new" and r.reward == 0.0
+    assert r.error.kind == "missing_model_new" and score(r) == 0.0
 
 
 @pytest.mark.timeout(120)
@@ -93,7 +94,7 @@ def test_huge_but_valid_source_is_judged(verifier) -> None:
     source = HONEST + f'\n\nPADDING = "{"a" * FIVE_MB}"\n'
     r = verifier.verify(REF, source, VerifyOptions(**OPTIONS))
     assert r.status == "ok" and r.error is None, r.error
-    assert r.correct and r.hack is None and r.reward > 0
+    assert r.correct and r.hack is None and score(r) > 0
 
 
 # (case id, reference source, what the error message names)

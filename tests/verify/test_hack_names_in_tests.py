@@ -1,4 +1,4 @@
-"""Every hack name a test expects is a HackName (drkernel.verify.result): a renamed or removed hack fails here,
+"""Every hack name a test expects is a HackName (drkernel.types.verify_result): a renamed or removed hack fails here,
 naming the file and line, instead of leaving a test that compares against a name the verifier can no longer
 report (an `==` would fail without saying why, a `!=` or `not in` would pass forever). Read from the tests'
 source: comparisons with `.hack` / `["hack"]` / `.hacks` / `["all_hacks"]`, `hack=` and `expect_hack=`

@@ -37,11 +37,12 @@ except ImportError:
     pass
 sys.path.insert(0, {repo!r})
 from drkernel.verify import Verifier, VerifyOptions
+from drkernel.rl.rewards import score
 v = Verifier(device={device!r})
 r = v.verify(open({ref!r}).read(), open({cand!r}).read(),
              VerifyOptions(device={device!r}, num_perf_trials=3, num_warmup=1, timeout_s=120))
 print(json.dumps({{"server": v.server_info, "status": r.status, "correct": r.correct, "hack": r.hack,
-                  "reward": r.reward, "error": None if r.error is None else r.error.message,
+                  "reward": score(r), "error": None if r.error is None else r.error.message,
                   "preloaded": r.details.get("isolation", {{}}).get("preloaded")}}))
 """
 

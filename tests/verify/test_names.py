@@ -13,7 +13,7 @@ from typing import get_args
 import pytest
 from pydantic import ValidationError
 
-from drkernel.verify.result import CheckName, CheckRecord, HackName, VerifyResult
+from drkernel.types.verify_result import CheckName, CheckRecord, HackName, VerifyResult
 
 VERIFY = Path(__file__).resolve().parents[2] / "drkernel" / "verify"
 HACKS, CHECKS = set(get_args(HackName)), set(get_args(CheckName))

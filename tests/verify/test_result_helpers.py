@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from drkernel.rl.rewards import score
+from drkernel.types.verify_result import VerifyResult
 from drkernel.verify.process import protocol
-from drkernel.verify.result import VerifyResult
 
 
 def test_infra_result_is_no_verdict_and_no_reward():
@@ -15,7 +16,7 @@ def test_infra_result_is_no_verdict_and_no_reward():
         "cuda",
         3.5,
     )
-    assert r.details == {"queue": 4} and r.reward == 0.0 and not r.correct and r.hack is None
+    assert r.details == {"queue": 4} and score(r) == 0.0 and not r.correct and r.hack is None
     assert VerifyResult.infra("infra", "m", "cpu").details == {}
 
 

@@ -10,7 +10,7 @@ import time
 import pytest
 from hack_names import hack
 
-from drkernel.rl.rewards import RewardConfig, kernel_reward
+from drkernel.rl.rewards import RewardConfig, kernel_reward, score
 from drkernel.verify.verdict import Verdict
 
 
@@ -75,7 +75,8 @@ def test_a_correct_timed_verdict():
     assert r.details["timing_note"].endswith("the timing-based checks are logic-level only")
     assert r.details["phase_s"] == {"load": 0.1235, "timing": 2.0}
     assert "all_hacks" not in r.details
-    assert r.reward == kernel_reward(True, None, 1.5, 0.5, RewardConfig()) > 0
+    assert score(r) == kernel_reward(True, None, 1.5, 0.5, RewardConfig()) > 0  # priced by the caller
+    assert "reward" not in r.model_dump()  # a verdict carries no price
     assert 0 <= r.elapsed_s < 60
     assert timed().result(time.perf_counter() - 5.0).elapsed_s >= 5.0  # the caller's clock, from its t0
 
@@ -95,7 +96,7 @@ def test_an_error_makes_the_verdict_incorrect_and_untimed():
     assert not r.correct and r.compiled and r.error is not None
     assert (r.error.kind, r.error.message) == ("output_mismatch", "output values differ")
     assert r.runtime_ms is r.ref_runtime_ms is r.speedup is r.coverage is r.timing_source is None
-    assert "timing_note" not in r.details and r.details["trials"] == 3 and r.reward == 0.0
+    assert "timing_note" not in r.details and r.details["trials"] == 3 and score(r) == 0.0
 
 
 def test_an_incorrect_verdict_is_untimed_even_without_an_error():
@@ -121,7 +122,7 @@ def test_the_first_hack_is_the_verdict_and_all_are_listed():
     v = timed()
     v.hack(hack("decoy_kernel"), "triton_launches", "no launch")
     r = v.result(0.0)
-    assert r.hack == "decoy_kernel" and "all_hacks" not in r.details and r.reward == 0.0
+    assert r.hack == "decoy_kernel" and "all_hacks" not in r.details and score(r) == 0.0
     assert r.correct and r.speedup == 1.5  # a hack does not hide the measurements, it zeroes the pay
     v.hack(hack("side_process"), "side_processes", "pid 9")
     r = v.result(0.0)

@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from drkernel.types.verify_result import CheckName, HackName
 from drkernel.verify.harness import problem
 from drkernel.verify.judging import outputs, tensors
 from drkernel.verify.judging.backends import env_for, make_backend
@@ -40,7 +41,7 @@ from drkernel.verify.process import protocol
 from drkernel.verify.process.channel import CandidateFault, CandidateGone, Channel
 from drkernel.verify.process.child_spec import ChildSpec
 from drkernel.verify.process.sandbox import capture_output, isolate
-from drkernel.verify.result import CheckName, HackName, Infra
+from drkernel.verify.result import Infra
 from drkernel.verify.verdict import Verdict
 
 # Device memory an evaluation asks the caller for before it stages inputs: the judge holds fresh, held,

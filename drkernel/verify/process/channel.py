@@ -9,8 +9,9 @@ import os
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
+from drkernel.types.verify_result import CheckName, HackName
 from drkernel.verify.process import protocol
-from drkernel.verify.result import CheckName, HackName, Infra
+from drkernel.verify.result import Infra
 
 
 def open_ipc_refcounters(opened: set[str]) -> None:

@@ -1,5 +1,5 @@
 """Static checks of a reference's source and of reference failures, shared by `drkernel verify` and the HTTP ingress
-(the sandboxed load check of reference files is drkernel.data.reference_check).
+(the sandboxed load check of reference files is drkernel.verify.reference_check).
 
 A reference is the caller's input: one that does not parse or lacks the KernelBench names is a usage
 error (CLI exit 2, HTTP 422), found statically before any process starts. A reference that fails

@@ -33,7 +33,7 @@ def test_fused_candidate_gets_a_modelled_speedup_and_the_reward_uses_it(verifier
     assert model["candidate"]["launches"] == 1 and model["reference"]["launches"] == 3
     assert r.speedup == pytest.approx(r.ref_runtime_ms / r.runtime_ms) and 2.5 < r.speedup < 3.5
     assert any(c.name == "cpu_model_replay" and c.passed for c in r.checks)
-    assert score(r, RewardConfig()).reward == pytest.approx(0.5 + 0.5 * min(r.speedup, 3.0))
+    assert score(r, RewardConfig()) == pytest.approx(0.5 + 0.5 * min(r.speedup, 3.0))
 
 
 def test_other_profile_changes_the_modelled_times(verifier):
@@ -48,7 +48,7 @@ def test_host_work_passed_as_a_literal_fails_only_under_the_model(verifier):
     measured = verifier.verify(SUM_REF, HOST_SCALAR, MODEL.model_copy(update={"timing": "measured"}))
     assert measured.correct and measured.timing_source == "cpu_wall_roundtrip"  # correct, and looks like a kernel
     r = verifier.verify(SUM_REF, HOST_SCALAR, MODEL)
-    assert r.status == "ok" and not r.correct and r.reward == 0.0 and r.speedup is None
+    assert r.status == "ok" and not r.correct and score(r) == 0.0 and r.speedup is None
     assert r.error.kind == "output_mismatch" and "never saw" in r.error.message
     assert any(c.name == "cpu_model_replay" and not c.passed for c in r.checks)
 
@@ -57,5 +57,5 @@ def test_work_done_in_numpy_fails_the_replay(verifier):
     measured = verifier.verify(REFERENCE, NUMPY_HOST, MODEL.model_copy(update={"timing": "measured"}))
     assert measured.correct  # right outputs and a Triton launch every call: only the model sees the host work
     r = verifier.verify(REFERENCE, NUMPY_HOST, MODEL)
-    assert r.status == "ok" and not r.correct and r.reward == 0.0
+    assert r.status == "ok" and not r.correct and score(r) == 0.0
     assert r.error.kind == "output_mismatch" and "never saw" in r.error.message

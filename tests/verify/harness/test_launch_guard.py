@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from drkernel.rl.rewards import score
 from drkernel.verify import Verifier, VerifyOptions
 
 pytestmark = pytest.mark.integration
@@ -37,5 +38,5 @@ def verifier():
 def test_a_launch_outside_its_tensors_or_with_other_arguments_earns_nothing(verifier, reference, candidate, message):
     r = verifier._verify_ungated((CANDIDATES / reference).read_text(), (CANDIDATES / candidate).read_text(), OPTS)
     assert r.status == "ok", r.error
-    assert r.reward == 0 and not r.correct, (r.reward, r.error, r.details.get("speedup"))
+    assert score(r) == 0 and not r.correct, (score(r), r.error, r.details.get("speedup"))
     assert message in str(r.error), r.error

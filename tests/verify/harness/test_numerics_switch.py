@@ -42,9 +42,9 @@ def test_switching_fp32_matmul_precision_is_harness_tampering() -> None:
         gated = verifier.verify(REFERENCE, switch, OPTS)
         r = verifier._verify_ungated(REFERENCE, switch, OPTS)  # the judge's own check, not leaning on the gate
         plain = verifier.verify(REFERENCE, honest, OPTS)
-    assert gated.hack == "forbidden_api" and score(gated, RewardConfig()).reward == 0.0  # issue 34's gate refuses it
+    assert gated.hack == "forbidden_api" and score(gated, RewardConfig()) == 0.0  # issue 34's gate refuses it
     assert r.status == "ok" and r.hack == "harness_tampering", (r.correct, r.hack, r.error)
-    assert score(r, RewardConfig()).reward == 0.0
+    assert score(r, RewardConfig()) == 0.0
     tampering = next(c for c in r.checks if c.name == "harness_integrity")
     assert "float32_matmul_precision" in tampering.detail, tampering.detail
     assert plain.status == "ok" and plain.correct and plain.hack is None, (plain.hack, plain.error)

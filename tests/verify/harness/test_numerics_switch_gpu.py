@@ -53,7 +53,7 @@ def test_a_numerics_switch_earns_nothing_on_cuda() -> None:
         ):
             assert result.status == "ok", (name, result.error)
             assert not result.correct or result.hack is not None, (name, result.speedup)
-            assert score(result, RewardConfig()).reward == 0.0, (name, result.hack, result.error)
+            assert score(result, RewardConfig()) == 0.0, (name, result.hack, result.error)
 
 
 def test_the_comparison_alone_fails_a_tf32_product_of_this_size() -> None:

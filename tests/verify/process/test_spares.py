@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from drkernel.rl.rewards import score
 from drkernel.verify import Verifier, VerifyOptions
 
 pytestmark = pytest.mark.integration
@@ -82,7 +83,7 @@ def test_a_candidate_leaves_nothing_for_the_next_one(verifier):
     assert polluted.status == "ok" and polluted.correct, polluted.error
     r = run_on_spare(verifier, INSPECTOR + HONEST)
     assert r.status == "ok" and r.error is None and r.correct, r.error
-    assert r.reward > 0
+    assert score(r) > 0
 
 
 def test_a_spare_with_planted_files_is_refused(verifier):

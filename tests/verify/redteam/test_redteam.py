@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from sandbox_layers import require_layers
 
+from drkernel.rl.rewards import score
 from drkernel.verify import VerifyOptions
 from drkernel.verify.engine import Verifier
 from drkernel.verify.process import protocol
@@ -64,12 +65,12 @@ def test_gate_rejects_reexported_stdlib_modules(name: str) -> None:
 
 def test_exec_defer_work_earns_nothing(verifier) -> None:
     r = verifier.verify(VECTOR_ADD_REF, _src("escape_exec_defer_work.py"), OPTIONS)
-    assert r.status == "ok" and r.reward == 0.0, (r.reward, r.speedup, r.coverage, r.hack)
+    assert r.status == "ok" and score(r) == 0.0, (score(r), r.speedup, r.coverage, r.hack)
 
 
 def test_typing_sys_patch_earns_nothing(verifier) -> None:
     r = verifier.verify(MATMUL_REF, _src("escape_typing_sys_patch.py"), OPTIONS)
-    assert r.status == "ok" and r.reward == 0.0, (r.reward, r.speedup, r.coverage, r.hack)
+    assert r.status == "ok" and score(r) == 0.0, (score(r), r.speedup, r.coverage, r.hack)
 
 
 # The same candidates with the static gate skipped: the runtime layers alone must hold ("nothing the
@@ -82,7 +83,7 @@ def test_runtime_layers_catch_harness_rewrite(verifier, name: str, reference: st
     r = verifier._verify_ungated(reference, _src(name), OPTIONS)
     # the findings were made with every layer active; on a host without one, say which, rather than pass
     require_layers(r.details.get("isolation", {}), "namespaces", "pid_namespace", "uid", "nproc_limit")
-    assert r.status == "ok" and r.reward == 0.0, (r.reward, r.speedup, r.coverage, r.hack)
+    assert r.status == "ok" and score(r) == 0.0, (score(r), r.speedup, r.coverage, r.hack)
 
 
 @pytest.mark.parametrize(
@@ -95,7 +96,7 @@ def test_unhashable_header_fields_are_protocol_errors(header: dict) -> None:
 
 def test_malformed_frame_is_a_verdict_not_infra(verifier) -> None:
     r = verifier._verify_ungated(VECTOR_ADD_REF, _src("infra_mask_protocol.py"), OPTIONS)
-    assert r.status == "ok" and r.reward == 0.0 and r.error is not None and r.error.kind == "protocol", r.error
+    assert r.status == "ok" and score(r) == 0.0 and r.error is not None and r.error.kind == "protocol", r.error
 
 
 def test_coverage_pass_cannot_be_told_apart(verifier) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from drkernel.rl.rewards import score
 from drkernel.verify import Verifier, VerifyOptions
 from drkernel.verify.judging import tensors
 
@@ -25,7 +26,7 @@ def test_a_candidate_that_writes_its_inputs_only_in_unchecked_calls_is_caught():
     with Verifier(device="cpu", max_concurrency=1) as v:
         r = v.verify(REF, (HERE / "mutate_when_unwatched.py").read_text(), opts)
     assert r.status == "ok" and r.correct, r.model_dump_json(indent=1)
-    assert r.hack == "input_mutation", f"inputs written in timed calls went unseen: reward {r.reward}, hack {r.hack}"
+    assert r.hack == "input_mutation", f"inputs written in timed calls went unseen: reward {score(r)}, hack {r.hack}"
 
 
 def test_the_bitwise_input_check_takes_a_references_conjugate_view():

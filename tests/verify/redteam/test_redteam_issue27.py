@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from drkernel.rl.rewards import RewardConfig, score
+from drkernel.rl.rewards import score
 from drkernel.verify import VerifyOptions
 from drkernel.verify.engine import Verifier
 
@@ -34,27 +34,27 @@ def test_tf32_dot_is_judged_with_tf32_operands_in_the_candidates_process(verifie
     """The measured path too (no replay): the candidate's own process computes the dot as the GPU would."""
     options = VerifyOptions(device="cpu", num_correct_trials=2, measure_performance=False, measure_coverage=False)
     r = verifier.verify(LONG_K, _src("cpu_model_tf32_dot.py"), options)
-    assert r.status == "ok" and not r.correct and r.reward == 0.0, (r.status, r.correct, r.error)
+    assert r.status == "ok" and not r.correct and score(r) == 0.0, (r.status, r.correct, r.error)
     assert r.error is not None and r.error.kind == "output_mismatch" and "values differ" in r.error.message
     honest = verifier.verify(LONG_K, _src("honest_ieee_dot.py"), options)
     assert honest.status == "ok" and honest.correct, honest.error
 
 
 def test_complex_matmul_is_priced_by_its_real_arithmetic(verifier) -> None:
-    r = score(verifier.verify(MATMUL_1024, _src("cpu_model_complex_mm.py"), MODEL), RewardConfig())
+    r = verifier.verify(MATMUL_1024, _src("cpu_model_complex_mm.py"), MODEL)
     assert r.status == "ok" and r.correct and r.timing_source == "cpu_model", r.error
     # twice the reference's real flops on the same fp32 pipe, plus a widening pass: slower than the reference
     assert r.speedup is not None and r.speedup < 0.6, r.details["cpu_model"]
-    assert r.reward < 0.5 + 0.5 * 0.6
+    assert score(r) < 0.5 + 0.5 * 0.6
 
 
 def test_coverage_under_the_model_is_the_modelled_triton_share(verifier) -> None:
     options = MODEL.model_copy(update={"measure_coverage": True})
-    r = score(verifier.verify(MATMUL_1024, _src("cpu_model_token_coverage.py"), options), RewardConfig())
+    r = verifier.verify(MATMUL_1024, _src("cpu_model_token_coverage.py"), options)
     assert r.status == "ok" and r.correct and r.timing_source == "cpu_model", r.error
     # the interpreter's 16-element copy takes a large share of CPU wall time (reported, not used), next to nothing of
     # the modelled device time
     assert 0.0 <= r.details["coverage_in_process"] <= 1.0
     assert r.details["coverage_source"].startswith("cpu_model") and r.coverage is not None and r.coverage < 0.01
-    assert r.reward == pytest.approx(0.5 + 0.5 * min(r.speedup, 3.0) + 0.5 * r.coverage)
-    assert r.reward < 1.01
+    assert score(r) == pytest.approx(0.5 + 0.5 * min(r.speedup, 3.0) + 0.5 * r.coverage)
+    assert score(r) < 1.01

@@ -17,7 +17,7 @@ import drkernel.verify.process.interpreter_env  # noqa: F401  (before triton)
 from drkernel.perfmodel import get_profile, model_time
 from drkernel.perfmodel.aten_count import AtenCounter
 from drkernel.perfmodel.triton_count import Race, TritonCounter
-from drkernel.rl.rewards import RewardConfig, score
+from drkernel.rl.rewards import score
 from drkernel.verify import VerifyOptions
 from drkernel.verify.engine import Verifier
 from drkernel.verify.harness import problem
@@ -64,11 +64,11 @@ def test_a_launch_whose_programs_race_on_plain_stores_is_refused() -> None:
 @pytest.mark.integration
 def test_racy_split_k_earns_nothing_through_the_verifier() -> None:
     with Verifier(device="cpu", max_concurrency=1) as verifier:
-        r = score(verifier.verify(LONG_K, _src("race_splitk_plain_store.py"), MODEL), RewardConfig())
-        assert r.status == "ok" and not r.correct and r.reward == 0.0, (r.status, r.correct, r.error)
+        r = verifier.verify(LONG_K, _src("race_splitk_plain_store.py"), MODEL)
+        assert r.status == "ok" and not r.correct and score(r) == 0.0, (r.status, r.correct, r.error)
         assert r.error is not None and "stored" in r.error.message
-        honest = score(verifier.verify(LONG_K, _src("honest_splitk_atomic.py"), MODEL), RewardConfig())
-        assert honest.status == "ok" and honest.correct and honest.reward > 0.5, honest.error
+        honest = verifier.verify(LONG_K, _src("honest_splitk_atomic.py"), MODEL)
+        assert honest.status == "ok" and honest.correct and score(honest) > 0.5, honest.error
 
 
 def test_an_fp32_convolution_is_priced_at_the_tf32_rate_cudnn_runs_it_at() -> None:

@@ -45,12 +45,12 @@ def test_cpu_model_prices_a_matmul_in_any_operator_as_a_matmul(verifier, name: s
         assert r.timing_source == "cpu_model" and r.speedup is not None and r.speedup <= 1.1, r.details
     else:
         assert r.error is not None and r.error.kind == "output_mismatch" and "no cost model" in r.error.message
-    assert score(r, RewardConfig()).reward <= 0.5 + 0.5 * 1.1
+    assert score(r, RewardConfig()) <= 0.5 + 0.5 * 1.1
 
 
 def test_candidate_fault_text_is_not_taken_for_out_of_memory(verifier) -> None:
     r = verifier.verify(VECTOR_ADD_REF, _src("oom_text.py"), MEASURED)
-    assert r.status == "ok" and r.reward == 0.0 and r.error is not None and r.error.kind == "runtime", r.error
+    assert r.status == "ok" and score(r) == 0.0 and r.error is not None and r.error.kind == "runtime", r.error
     # Nothing ran out of memory: the message is the candidate's; an exclusive re-run must not follow from it.
     assert not _out_of_memory(r), r.error.message
 
@@ -67,7 +67,7 @@ def test_trace_ballast_cannot_turn_a_failing_trace_into_infra(verifier, ballast_
     candidate = _src("cpu_model_ballast.py").replace("torch.zeros(1 << 20,", f"torch.zeros({ballast_mb} << 20,")
     r = verifier.verify((HERE / "ref_big_temporary.py").read_text(), candidate, BALLAST_OPTIONS)
     # Correct on every real call; its trace, replayed on unseen inputs, is wrong: a fail, whatever it carries.
-    assert r.status == "ok" and r.reward == 0.0 and r.error is not None, (r.status, r.error)
+    assert r.status == "ok" and score(r) == 0.0 and r.error is not None, (r.status, r.error)
     if ballast_mb > TRACE_PAYLOAD_MB:  # refused before the judge reads it (it has no memory limit)
         assert r.error.kind == "protocol" and f"at most {TRACE_PAYLOAD_MB << 20}" in r.error.message, r.error
     else:

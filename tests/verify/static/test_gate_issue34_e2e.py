@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from test_gate_issue34 import ATTACKS, HEAD
 
-from drkernel.rl.rewards import RewardConfig, score
+from drkernel.rl.rewards import score
 from drkernel.verify import VerifyOptions
 from drkernel.verify.engine import Verifier
 
@@ -31,11 +31,11 @@ def test_attack_classes_earn_nothing_through_the_verifier() -> None:
         for mode, options in MODES.items():
             for name in E2E:
                 attack, needle = ATTACKS[name]
-                r = score(verifier.verify(REFERENCE, HEAD + "\n" + attack, options), RewardConfig())
-                assert r.reward == 0.0 and r.error is not None and r.error.kind == "forbidden", (mode, name, r)
+                r = verifier.verify(REFERENCE, HEAD + "\n" + attack, options)
+                assert score(r) == 0.0 and r.error is not None and r.error.kind == "forbidden", (mode, name, r)
                 assert needle in r.error.message and r.hack == "forbidden_api", (mode, name, r.error)
-            r = score(verifier.verify(REFERENCE, JIT_DEFAULT, options), RewardConfig())
-            assert r.reward == 0.0 and r.error is not None and "not a literal" in r.error.message, (mode, r)
+            r = verifier.verify(REFERENCE, JIT_DEFAULT, options)
+            assert score(r) == 0.0 and r.error is not None and "not a literal" in r.error.message, (mode, r)
 
 
 @pytest.mark.integration
@@ -43,6 +43,6 @@ def test_the_replay_evaluates_no_jit_default_even_without_the_gate() -> None:
     """At 92950bf the replay imported the rebuilt default, which rebound its model_time: the candidate was priced
     at no launch at all (reward 2.5). Now the replay re-gates and binds only literals: the trace fails."""
     with Verifier(device="cpu", max_concurrency=1) as verifier:
-        r = score(verifier._verify_ungated(REFERENCE, JIT_DEFAULT, MODES["cpu_model"]), RewardConfig())
-    assert r.reward == 0.0 and not r.correct, r
+        r = verifier._verify_ungated(REFERENCE, JIT_DEFAULT, MODES["cpu_model"])
+    assert score(r) == 0.0 and not r.correct, r
     assert r.error is not None and "does not pass the gate" in r.error.message, r.error

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from drkernel.data.schema import RowError, TaskRow, parse_row, source_uuid
+from drkernel.types.task_row import RowError, TaskRow, parse_row, source_uuid
 
 REFERENCE = "import torch\nclass Model(torch.nn.Module):\n    pass\n"
 

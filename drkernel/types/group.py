@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from drkernel.data.schema import TaskRow
-from drkernel.rollout.types import Trajectory, Turn
+from drkernel.types.task_row import TaskRow
+from drkernel.types.trajectory import Trajectory, Turn
 
 
 def make_group_id(task_uid: str, epoch: int, position: int) -> str:

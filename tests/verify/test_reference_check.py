@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from drkernel.data.reference_check import CheckerFailed, check_loadable
+from drkernel.verify.reference_check import CheckerFailed, check_loadable
 
 GOOD = """import torch
 import torch.nn as nn

@@ -1,10 +1,9 @@
-"""The data that crosses the runtime's boundaries: sampling requests, engine outputs, turns, trajectories.
+"""A rollout's record: the turns of one episode and the trajectory that holds their tokens.
 
-Every actor and deployment speaks these types, so an engine (transformers, vLLM, vllm-ascend), a rollout
-worker and the trainer can be swapped independently. Token-level arrays of a trajectory are kept aligned by
-construction: `response_ids`, `response_mask` and `response_logprobs` always have the same length, and each
-turn records the half-open span [start, end) of its generated tokens in them (the feedback that follows is
-outside every span, with mask 0), so the trainer never re-tokenises sampled text.
+Token-level arrays of a trajectory are kept aligned by construction: `response_ids`, `response_mask` and
+`response_logprobs` always have the same length, and each turn records the half-open span [start, end) of its
+generated tokens in them (the feedback that follows is outside every span, with mask 0), so the trainer never
+re-tokenises sampled text.
 """
 
 from __future__ import annotations
@@ -12,33 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import Field
+from drkernel.types.sampling import FinishReason
 
-from drkernel.config.base import StrictModel
-
-FinishReason = Literal["stop", "length", "abort"]
 EndReason = Literal["max_turns", "context_full", "correct_and_done", "format_error", "infra_error"]
-
-
-class SamplingParams(StrictModel):
-    """How one response is sampled. Only temperature, top-k and top-p shape the distribution, so the
-    engine's log-probs stay those of the policy the trainer recomputes (no other logits processor)."""
-
-    temperature: float = Field(1.0, ge=0, description="softmax temperature; 0 = greedy")
-    top_p: float = Field(1.0, gt=0, le=1, description="nucleus threshold (1 = off)")
-    top_k: int = Field(0, ge=0, description="keep the k most likely tokens (0 = off)")
-    max_new_tokens: int = Field(512, ge=1, description="generation budget of this response")
-    stop_token_ids: list[int] = Field(default_factory=list, description="extra ids that end the response")
-    seed: int | None = Field(None, description="per-request sampling seed (null = engine's generator)")
-
-
-class GenerateOutput(StrictModel):
-    """What an engine returns for one request: the sampled ids, each one's log-prob, and why it stopped."""
-
-    token_ids: list[int] = Field(..., description="sampled ids, the stop token included when one was sampled")
-    logprobs: list[float] = Field(..., description="log-prob of each sampled id under the sampling distribution")
-    finish_reason: FinishReason = Field(..., description="stop token, length budget, or aborted by a weight swap")
-    version: int = Field(..., ge=0, description="policy version that produced every token of this output")
 
 
 @dataclass
@@ -53,7 +28,7 @@ class Turn:
     text: str  # the decoded response (for logs and samples only; training uses the ids)
     code: str | None  # the extracted kernel; None when the response had no closed code block
     verdict: dict[str, Any] | None = None  # VerifyResult.model_dump() when verified; None for a format failure
-    reward: float = 0.0  # the turn's reward; meaningless when `masked`
+    reward: float = 0.0  # priced by drkernel.rl.rewards.score in the episode; meaningless when `masked`
     masked: bool = False  # True when the verifier gave no verdict (infra_error): never scored, never trained
     feedback: str | None = None  # the feedback message appended after this turn, if any
     newest_version: int | None = None  # newest version behind its tokens when a weight swap split it; else None
