@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 import signal
 import time
@@ -52,6 +51,7 @@ from drkernel.train.report import config_digest, speed_source, throughput
 from drkernel.train.run_folder import RunFolderError, inside_run, resolve_run_folder
 from drkernel.train.scheduling import fit_read_cpus
 from drkernel.train.stall import FlowCounts, diagnose_stall
+from serve_apps.runtime.ray_start import private_cpus, start_ray
 
 log = get_logger("train")
 REPO = Path(__file__).resolve().parents[1]
@@ -73,12 +73,6 @@ class JobUnschedulable(JobStopped):
 
 def _raise_stopped(signum: int, _frame: Any) -> None:
     raise JobStopped(f"signal {signal.Signals(signum).name}")
-
-
-def _worker_pythonpath() -> str:
-    """The checkout first, then whatever the driver was started with (a carried site with Ray, say): replacing
-    the driver's PYTHONPATH would leave workers unable to import Ray itself."""
-    return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
 
 
 @ray.remote(max_retries=0)
@@ -211,18 +205,7 @@ class TrainJob:
 
     # ---- setup ----------------------------------------------------------------------------------------------------
     def _start_ray(self) -> None:
-        if ray.is_initialized():
-            return
-        if self.address:
-            ray.init(address=self.address, log_to_driver=True)
-        else:  # a private cluster: never attach to a stranger's ("auto" would)
-            ray.init(
-                address="local",
-                num_cpus=max(os.cpu_count() or 1, math.ceil(self.reserved_cpus())),
-                runtime_env={"env_vars": {"PYTHONPATH": _worker_pythonpath()}},
-                log_to_driver=True,
-            )
-            self._started_ray = True
+        self._started_ray = start_ray(self.address, num_cpus=private_cpus(self.reserved_cpus()))
 
     def reserved_cpus(self) -> float:
         """Ray CPUs this job's actors and replicas reserve (a private cluster gets at least this many)."""

@@ -35,7 +35,7 @@ from drkernel.rl.rewards import RewardConfig
 from drkernel.rollout.group import FinishedGroup, PromptGroup
 from drkernel.rollout.types import GenerateOutput, SamplingParams, Trajectory
 from drkernel.verify.result import VerifyResult
-from serve_apps.run_metrics import WORKER_SERIES, RunGauges
+from serve_apps.runtime.run_series import WORKER_SERIES, RunGauges
 
 log = logging.getLogger(__name__)
 

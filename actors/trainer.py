@@ -28,7 +28,7 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
-from actors.weight_sync import ReplicaSet, ServeReplicas, WeightPublisher, weight_store
+from actors.weight_sync import ReplicaSet, ServeReplicas, WeightPublisher
 from drkernel.config.train import TrainConfig
 from drkernel.model.attention import fused_only
 from drkernel.model.weights import state_checksum
@@ -51,7 +51,8 @@ from drkernel.train.batch_report import batch_report
 from drkernel.train.decisions import row_decisions
 from drkernel.train.sharding import compute_dtype, shard_policy
 from drkernel.verify.devices import probe_availability
-from serve_apps.run_metrics import TRAINER_KEYS, TRAINER_SERIES, RunGauges, run_name
+from serve_apps.runtime.run_series import TRAINER_KEYS, TRAINER_SERIES, RunGauges, run_name
+from serve_apps.runtime.weight_store import weight_store
 
 FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)
 PREFIX = "policy."  # ResponseScorer holds the HF model as `policy`
