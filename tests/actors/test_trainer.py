@@ -265,3 +265,36 @@ def test_one_rank_mixed_precision_trains_pushes_and_resumes(ray_cluster, model_p
     for actor in (trainer, resumed):
         ray.get(actor.shutdown.remote())
         ray.kill(actor)
+
+
+def test_rank_zero_owns_the_policy_version_and_tells_the_queue(ray_cluster, model_path, tmp_path):
+    """The version advances on rank 0 once every replica acknowledged a push; the queue hears it from rank 0 (its
+    admission widens), a pulled batch reports it, and a resumed rank pushes the saved weights to a replica that
+    started on version 0 under the saved version, telling its queue."""
+    from actors.trajectory_queue import TrajectoryQueue
+
+    cfg = _config(tmp_path)
+    (trainer,) = create_trainer_group(cfg, model_path)
+    queue = TrajectoryQueue.remote(cfg.queue, 1)
+    replica = Replica.remote(model_path)
+    ray.get(trainer.attach_policy.remote(ActorReplicas([replica]), queue))
+    assert ray.get(trainer.publish_weights.remote())["trainer/version"] == 1.0
+    assert ray.get(queue.stats.remote())["version"] == 1  # told by rank 0, no driver in between
+    admission = ray.get(queue.try_admit.remote("w0"))
+    assert admission.version == 1
+    group = FinishedGroup("g1", "task-1", 1, _groups("g1"), ticket=admission.ticket, worker_id="w0")
+    assert ray.get(queue.put.remote(group))
+    report = ray.get(trainer.pull_batch.remote(queue, 1, 30.0))
+    assert report["version"] == 1 and report["min_versions"] == [1]
+    path = ray.get(trainer.save_checkpoint.remote(str(tmp_path / "owned"), {}))
+
+    resumed = TrainerActor.remote(cfg.model_dump(mode="json"), model_path)
+    ray.get(resumed.setup.remote())
+    ray.get(resumed.load_checkpoint.remote(path))
+    fresh, fresh_queue = Replica.remote(model_path), TrajectoryQueue.remote(cfg.queue, 1)
+    ray.get(resumed.attach_policy.remote(ActorReplicas([fresh]), fresh_queue))
+    assert ray.get(resumed.republish.remote()) == 1
+    assert ray.get(resumed.info.remote())["version"] == 1 and ray.get(fresh_queue.stats.remote())["version"] == 1
+    assert ray.get(fresh.state_checksum.remote()) == ray.get(trainer.checksum.remote())
+    for actor in (trainer, resumed, queue, fresh_queue, replica, fresh):
+        ray.kill(actor)
