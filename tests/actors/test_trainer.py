@@ -285,7 +285,7 @@ def test_rank_zero_owns_the_policy_version_and_tells_the_queue(ray_cluster, mode
     group = FinishedGroup("g1", "task-1", 1, _groups("g1"), ticket=admission.ticket, worker_id="w0")
     assert ray.get(queue.put.remote(group))
     report = ray.get(trainer.pull_batch.remote(queue, 1, 30.0))
-    assert report["version"] == 1 and report["min_versions"] == [1]
+    assert report["version"] == 1  # the lags of the step are taken against it
     path = ray.get(trainer.save_checkpoint.remote(str(tmp_path / "owned"), {}))
 
     resumed = TrainerActor.remote(cfg.model_dump(mode="json"), model_path)
