@@ -130,6 +130,8 @@ def _start_ray(address: str | None, num_cpus: float | None) -> bool:
     try:
         return start_ray(address, num_cpus=num_cpus, join_logging_level=logging.WARNING, checkout_on_path=False)
     except (ConnectionError, ValueError) as e:
+        if address in (None, "local"):  # starting a private Ray failed: not a joining error
+            raise
         raise UsageError(
             f"drkernel serve: cannot join the Ray cluster at {address}: "
             f"{str(e).strip().splitlines()[0]} (a cluster with token auth needs "
