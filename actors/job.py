@@ -1,173 +1,76 @@
-"""The training job: setup, run, checkpoint, cleanup (a torchtune-style recipe over Ray actors).
+"""The training job: setup, run, checkpoint, cleanup (a torchtune-style recipe over Ray actors), read top to
+bottom in that order.
 
-    setup()   join or start Ray; check that the run folder is shared by every node; resolve "auto" devices
-              from the cluster's resources; run the SFT warm start as a Ray task with a trainer rank's
-              resources when there is no checkpoint; deploy this job's verifier (the app of `drkernel serve
-              verifier`, autoscaled) and policy Serve apps (its own names, never a stranger's); start the
-              trainer ranks, the prompt source, the trajectory queue and the rollout pool; on --resume
-              restore every one of them from the latest checkpoint.
-    run()     each step: trainer rank 0 takes B finished groups from the queue itself (admission keeps them
-              within max_staleness versions), every rank trains on them, every k steps rank 0 pushes weights
-              to every policy replica and the version advances; the driver gets metrics and a batch report
-              back, never trajectories; it logs, samples, checkpoints every m steps.
-    cleanup() stop the rollout workers, kill the actors, delete only the Serve apps this job deployed
-              (their replicas close their fork-servers and engines), leave a cluster it joined running.
+    setup()      join or start Ray; check that the run folder is shared by every node; resolve "auto" devices
+                 from the cluster's resources; run the SFT warm start as a Ray task with a trainer rank's
+                 resources when there is no checkpoint (actors/job_inputs.py); deploy this job's verifier (the app
+                 of `drkernel serve verifier`, autoscaled) and policy Serve apps (its own names, never a
+                 stranger's); start the trainer ranks, the prompt source, the trajectory queue and the rollout
+                 pool; on --resume restore every one of them from the latest checkpoint.
+    run()        each step: trainer rank 0 takes B finished groups from the queue itself (admission keeps them
+                 within max_staleness versions), every rank trains on them, every k steps rank 0 pushes weights
+                 to every policy replica and the version advances; the driver gets metrics and a batch report
+                 back, never trajectories; it logs, samples, checkpoints every m steps.
+    checkpoint   every m steps the ranks save weights, optimizer and RNG with the queue's and prompt source's
+                 state; a resume restores them and pushes the saved weights to the replicas again.
+    cleanup()    stop the rollout workers, kill the actors, delete only the Serve apps this job deployed
+                 (their replicas close their fork-servers and engines), leave a cluster it joined running.
 
-The job is the driver: it holds no model, no trajectories and does no maths, so it can run on a head node
-without accelerators. Every file it makes lives in one run folder (drkernel.train.run_folder). Rollout
-workers run concurrently with training the whole time, which is what makes the run asynchronous;
-max_staleness 0 makes it synchronous for comparison.
+The job is the driver: it holds no model, no trajectories, no policy version (trainer rank 0 owns it,
+actors/trainer.py) and does no maths, so it can run on a head node without accelerators. Every file it makes
+lives in one run folder (drkernel.train.run_folder). Rollout workers run concurrently with training the whole
+time, which is what makes the run asynchronous; max_staleness 0 makes it synchronous for comparison.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import ray
 from ray import serve
 
-from actors.prompt_source import PromptSource
+from actors.job_inputs import absolute_paths, prompt_file, resolve_model_path
+from actors.job_stop import JobStalled, JobStopped, JobUnschedulable, raise_stopped, run_until_stopped
+from actors.placement_report import nodes_used
+from actors.prompt_source import PromptSource, PromptSourceOptions
 from actors.rollout_pool import RolloutPool, worker_factory
 from actors.scheduling_watch import STOP_SIGNAL, SchedulingWatch
 from actors.shared_folder import check_shared
+from actors.stall_watch import StallWatch
 from actors.trainer import create_trainer_group
 from actors.trajectory_queue import TrajectoryQueue
 from actors.validation import make_validator
 from drkernel.config.train import TrainConfig
 from drkernel.log import Progress, get_logger, kv, serve_logging_config, setup_logging
-from drkernel.placement import ray_options, resolve_kind
+from drkernel.placement import resolve_kind
 from drkernel.sft.warm_start import with_sft_paths
 from drkernel.train.checkpoint import latest_checkpoint
 from drkernel.train.decisions import merge_rank_decisions
 from drkernel.train.metrics import MetricsWriter
 from drkernel.train.report import config_digest, speed_source, throughput
-from drkernel.train.run_folder import RunFolderError, inside_run, resolve_run_folder
-from drkernel.train.scheduling import fit_read_cpus
-from drkernel.train.stall import FlowCounts, diagnose_stall
+from drkernel.train.run_folder import RunFolderError, resolve_run_folder
+from drkernel.train.scheduling import fit_read_cpus, reserved_cpus, resource_requests
+from serve_apps.runtime.ray_start import private_cpus, start_ray
 
 log = get_logger("train")
-REPO = Path(__file__).resolve().parents[1]
 
 
-class JobStopped(BaseException):
-    """SIGTERM (ray job stop) or SIGINT: the job stops at once and cleans up. Not an Exception, so that no
-    `except Exception` on the way (a retry, a best-effort report) can swallow it and keep the job running."""
+@dataclass
+class _Clock:
+    """The RL loop's start, its last step's end, its first step and the tokens it sampled (for throughputs)."""
 
-
-class JobStalled(RuntimeError):
-    """No batch for trainer.stall_limit_s, or a group met infrastructure faults past its limit: the reason says
-    which counts stopped moving."""
-
-
-class JobUnschedulable(JobStopped):
-    """Work of the job waited trainer.schedule_limit_s for resources the cluster never freed (SchedulingWatch)."""
-
-
-def _raise_stopped(signum: int, _frame: Any) -> None:
-    raise JobStopped(f"signal {signal.Signals(signum).name}")
-
-
-def _worker_pythonpath() -> str:
-    """The checkout first, then whatever the driver was started with (a carried site with Ray, say): replacing
-    the driver's PYTHONPATH would leave workers unable to import Ray itself."""
-    return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-
-
-@ray.remote(max_retries=0)
-def _sft_task(config: dict[str, Any]) -> str:
-    """The SFT warm start where a trainer rank would run; returns the node it ran on."""
-    from drkernel.sft.stage import run_sft_stage
-
-    cfg = TrainConfig.model_validate(config)
-    setup_logging(cfg.logging.json_logs or None)
-    run_sft_stage(cfg, log=log.info)
-    return ray.get_runtime_context().get_node_id()
-
-
-def resolve_model_path(cfg: TrainConfig, allow_sft: bool = True, on_cluster: bool = False) -> tuple[str, float]:
-    """(model folder, seconds spent on SFT): policy.model_path, else the SFT checkpoint of this config, made
-    first when missing, after saying what that costs (or refusing, `allow_sft=False`). `on_cluster` (the job,
-    once Ray is up): the warm start runs as a Ray task with a trainer rank's resources, never on the head
-    node's driver; else it runs here. A lock beside the checkpoint lets concurrent jobs of one config make it
-    once."""
-    if cfg.policy.model_path:
-        if not (Path(cfg.policy.model_path) / "config.json").is_file():
-            raise FileNotFoundError(f"policy.model_path {cfg.policy.model_path} holds no HF model (config.json)")
-        return cfg.policy.model_path, 0.0
-    from filelock import FileLock
-
-    from drkernel.sft.warm_start import SFTRequired, is_complete, plan_sft
-
-    sft_dir = Path(cfg.sft.output_dir)
-    if is_complete(sft_dir):
-        log.info("policy: the SFT checkpoint of this config, %s (no SFT needed)", sft_dir)
-        return str(sft_dir), 0.0
-    plan = plan_sft(cfg)
-    if not allow_sft:
-        raise SFTRequired(
-            f"policy.model_path is unset and this config's SFT checkpoint {sft_dir} does not exist; --no-sft refuses "
-            f"to make it ({plan.steps} steps). Make it first with `drkernel sft` and the same config, or set "
-            "policy.model_path=<an HF model folder>"
-        )
-    sft_dir.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(f"{sft_dir}.lock"):
-        if is_complete(sft_dir):  # another job of this config made it while this one waited
-            return str(sft_dir), 0.0
-        log.warning("no SFT checkpoint of this config yet: %s", plan.describe())
-        log.warning("to stop instead: Ctrl-C or `ray job stop`; `--no-sft` refuses; policy.model_path skips SFT")
-        t0 = time.monotonic()
-        if on_cluster:
-            tc = cfg.trainer
-            kind = resolve_kind(tc.device, ray.cluster_resources(), "trainer.device")
-            options = ray_options(kind, tc.cpus_per_worker, tc.accelerators_per_worker)
-            node = ray.get(_sft_task.options(**options).remote(cfg.model_dump(mode="json")))
-            log.info("SFT warm start done on node %s", node[:12])
-        else:
-            from drkernel.sft.stage import run_sft_stage
-
-            run_sft_stage(cfg, log=log.info)
-        return str(sft_dir), time.monotonic() - t0
-
-
-def prompt_file(cfg: TrainConfig) -> str:
-    """rl_data.prompt_file, else the task folder's pool in rl_data.prompt_style (the SFT warm start's style)."""
-    if cfg.rl_data.prompt_file:
-        return cfg.rl_data.prompt_file
-    from drkernel.tasks.prompt_pool import build_prompt_pool
-
-    cats = cfg.data.categories
-    out = Path(cfg.trainer.output_dir) / f"prompts-{'-'.join([cfg.rl_data.prompt_style, *(cats or [])])}.parquet"
-    if not out.is_file():
-        build_prompt_pool(out, cfg.data.tasks_dir, cfg.rl_data.prompt_style, categories=cats)
-    return str(out)
-
-
-def absolute_paths(cfg: TrainConfig, run_folder: Path) -> TrainConfig:
-    """The config with every path absolute (actors and replicas do not run in the driver's cwd): the run
-    folder as trainer.output_dir, the stages' relative outputs inside it, inputs against the cwd."""
-    data = cfg.model_dump()
-    data["trainer"]["output_dir"] = str(run_folder)
-    for section, key in (("sft", "output_dir"), ("model", "output_dir")):
-        if data[section][key]:  # unset: the config's SFT cache folder (with_sft_paths)
-            data[section][key] = inside_run(data[section][key], run_folder)
-    for section, key in (
-        ("policy", "model_path"),
-        ("rl_data", "prompt_file"),
-        ("sft", "base_model"),
-        ("data", "tasks_dir"),
-        ("data", "sft_file"),
-    ):
-        if data[section].get(key):
-            data[section][key] = str(Path(data[section][key]).expanduser().resolve())
-    return TrainConfig.model_validate(data)
+    start: float
+    last: float
+    first_step: int
+    tokens: int = 0
 
 
 class TrainJob:
@@ -198,7 +101,6 @@ class TrainJob:
         self.ranks: list[Any] = []
         self.pool: RolloutPool | None = None
         self.step = 0
-        self.version = 0
         self.history: list[dict[str, float]] = []
         self.nodes_used = 0
         self.trained_group_ids: list[str] = []
@@ -210,56 +112,54 @@ class TrainJob:
         self._failed_seen = 0
 
     # ---- setup ----------------------------------------------------------------------------------------------------
-    def _start_ray(self) -> None:
-        if ray.is_initialized():
-            return
-        if self.address:
-            ray.init(address=self.address, log_to_driver=True)
-        else:  # a private cluster: never attach to a stranger's ("auto" would)
-            ray.init(
-                address="local",
-                num_cpus=max(os.cpu_count() or 1, math.ceil(self.reserved_cpus())),
-                runtime_env={"env_vars": {"PYTHONPATH": _worker_pythonpath()}},
-                log_to_driver=True,
-            )
-            self._started_ray = True
+    def setup(self) -> None:
+        """Ray, the run folder and devices; the policy weights; the Serve apps; the actors; a resume's state; the
+        rollout pool. Each part in its own method below, in this order."""
+        checkpoint = self._prepare()
+        self._phase("checking the run folder on every node")
+        log.info("run folder shared by all %d node(s) of the cluster", check_shared(self.out))
+        self._phase("policy weights (SFT warm start when this config has none)")
+        model_path, self.sft_wall_s = resolve_model_path(self.cfg, self.allow_sft, on_cluster=True)
+        self.prompts = prompt_file(self.cfg)
+        self._phase("deploying the verifier and policy Serve apps")
+        policy, verifier, tokenizer = self._deploy_apps(model_path)
+        self._phase("starting the trainer ranks, prompt source, trajectory queue and rollout workers")
+        self._start_actors(model_path)
+        if checkpoint is not None:
+            self._phase(f"restoring {checkpoint.name}")
+            self._restore(checkpoint)
+        self._start_rollouts(policy, verifier, tokenizer)
 
-    def reserved_cpus(self) -> float:
-        """Ray CPUs this job's actors and replicas reserve (a private cluster gets at least this many)."""
-        c = self.cfg
-        return (
-            c.policy.num_replicas * c.policy.cpus_per_replica
-            + c.verifier.autoscaling.max_replicas * c.verifier.cpus_per_replica
-            + c.trainer.num_workers * c.trainer.cpus_per_worker
-            + c.rollout.num_workers * c.rollout.cpus_per_worker
-            + c.rl_data.read_cpus  # at least one prompt-reading Ray Data task at a time
-        )
+    def _prepare(self) -> Path | None:
+        """Refusals first (--no-sft, --resume without a checkpoint), then the run folder, Ray, the devices, the read
+        share and the scheduling watch; returns the checkpoint to resume from."""
+        if not self.allow_sft:  # refuse before anything is made or started
+            resolve_model_path(self.cfg, allow_sft=False)
+        setup_logging(self.cfg.logging.json_logs or None)  # None: the environment (`--log-json`) decides
+        log.info("run folder %s", self.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        checkpoint = latest_checkpoint(self.out / "checkpoints") if self.resume else None
+        if self.resume and checkpoint is None:
+            raise FileNotFoundError(f"--resume: no checkpoint under {self.out / 'checkpoints'}")
+        self._started_ray = start_ray(self.address, num_cpus=private_cpus(reserved_cpus(self.cfg)))
+        self._resolve_devices()
+        self._fit_reads()
+        (self.out / "config.json").write_text(json.dumps(self.cfg.model_dump(mode="json"), indent=2))  # for the report
+        tc = self.cfg.trainer
+        self.watch = SchedulingWatch(self.requests(), tc.schedule_warn_s, tc.schedule_limit_s).start()
+        return checkpoint
 
     def requests(self) -> dict[str, dict[str, float]]:
         """What each part of the job asks the cluster for, in Ray's resource names (for the wait reports)."""
-        c = self.cfg
-        parts = {  # name: (count, CPUs, device, accelerator share) of one
-            "policy replica(s)": (c.policy.num_replicas, c.policy.cpus_per_replica, c.policy.device,
-                                  c.policy.accelerators_per_replica),
-            "verifier replica(s) at most": (c.verifier.autoscaling.max_replicas, c.verifier.cpus_per_replica, "cpu",
-                                            1.0),
-            "trainer rank(s)": (c.trainer.num_workers, c.trainer.cpus_per_worker, c.trainer.device,
-                                c.trainer.accelerators_per_worker),
-            "rollout worker(s)": (c.rollout.num_workers, c.rollout.cpus_per_worker, "cpu", 1.0),
-        }  # fmt: skip
-        asked = {}
-        for name, (n, cpus, device, share) in parts.items():
-            one = ray_options(device if device != "auto" else "cpu", cpus, share)
-            res = {"CPU": one["num_cpus"], "GPU": one.get("num_gpus", 0.0), **one.get("resources", {})}
-            asked[f"{n} {name}"] = {k: n * v for k, v in res.items() if v}
-        return asked | {"prompt reads, per task": {"CPU": self.read_cpus}}
+        return resource_requests(self.cfg, self.read_cpus)
 
     def _fit_reads(self) -> None:
         """rl_data.read_cpus, or what the cluster has left after this job's actors and replicas (down to the floor);
         refuses, naming both numbers, when not even the floor fits."""
         rl = self.cfg.rl_data
         cluster = float(ray.cluster_resources().get("CPU", 0.0))
-        self.read_cpus = fit_read_cpus(cluster, self.reserved_cpus() - rl.read_cpus, rl.read_cpus, rl.read_cpus_floor)
+        actors = reserved_cpus(self.cfg) - rl.read_cpus
+        self.read_cpus = fit_read_cpus(cluster, actors, rl.read_cpus, rl.read_cpus_floor)
         if self.read_cpus < rl.read_cpus:
             log.warning(
                 "prompt reads get %g CPU per task instead of rl_data.read_cpus=%g: the cluster's %g CPUs less the %g "
@@ -267,7 +167,7 @@ class TrainJob:
                 self.read_cpus,
                 rl.read_cpus,
                 cluster,
-                self.reserved_cpus() - rl.read_cpus,
+                actors,
             )
 
     def _phase(self, name: str) -> None:
@@ -308,67 +208,46 @@ class TrainJob:
             data[section]["device"] = resolve_kind(data[section]["device"], resources, f"{section}.device")
         self.cfg = TrainConfig.model_validate(data)
 
-    def setup(self) -> None:
+    def _deploy_apps(self, model_path: str) -> tuple[Any, Any, Any]:
+        """Serve with this job's HTTP options, then the verifier and policy apps; returns the policy and verifier
+        handles and the policy's tokenizer."""
+        from transformers import AutoTokenizer
+
+        from serve_apps.policy import build_policy_app, policy_handle
+
         cfg = self.cfg
-        if not self.allow_sft:  # refuse before anything is made or started
-            resolve_model_path(cfg, allow_sft=False)
-        setup_logging(cfg.logging.json_logs or None)  # None: the environment (`--log-json`) decides
-        log.info("run folder %s", self.out)
-        self.out.mkdir(parents=True, exist_ok=True)
-        checkpoint = latest_checkpoint(self.out / "checkpoints") if self.resume else None
-        if self.resume and checkpoint is None:
-            raise FileNotFoundError(f"--resume: no checkpoint under {self.out / 'checkpoints'}")
-        self._start_ray()
-        self._resolve_devices()
-        self._fit_reads()
-        (self.out / "config.json").write_text(json.dumps(self.cfg.model_dump(mode="json"), indent=2))  # for the report
-        tc = self.cfg.trainer
-        self.watch = SchedulingWatch(self.requests(), tc.schedule_warn_s, tc.schedule_limit_s).start()
-        self._phase("checking the run folder on every node")
-        log.info("run folder shared by all %d node(s) of the cluster", check_shared(self.out))
-        cfg = self.cfg
-        self._phase("policy weights (SFT warm start when this config has none)")
-        model_path, self.sft_wall_s = resolve_model_path(cfg, self.allow_sft, on_cluster=True)
-        self.prompts = prompt_file(cfg)
-        self._phase("deploying the verifier and policy Serve apps")
         serve.start(
             http_options={"host": cfg.policy.http_host, "port": cfg.policy.http_port},
             logging_config=serve_logging_config(cfg.logging.verbose),
         )
         log.info("ray %s; model %s; prompts %s", ray.get_runtime_context().gcs_address, model_path, self.prompts)
-
-        from transformers import AutoTokenizer
-
-        from serve_apps.policy import build_policy_app, policy_handle
-
         verifier = self._deploy_verifier()
         self._deploy(
             cfg.policy.app_name, build_policy_app(cfg.policy, model_path, self.out.name), cfg.policy.route_prefix
         )
-        policy = policy_handle(cfg.policy.app_name)
-        tokenizer = AutoTokenizer.from_pretrained(model_path)
+        return policy_handle(cfg.policy.app_name), verifier, AutoTokenizer.from_pretrained(model_path)
 
-        self._phase("starting the trainer ranks, prompt source, trajectory queue and rollout workers")
+    def _start_actors(self, model_path: str) -> None:
+        """The trainer ranks, the prompt source and the trajectory queue; rank 0 pushes weights to the policy app
+        and tells the queue each version."""
+        cfg = self.cfg
         self.ranks = create_trainer_group(cfg, model_path)
         max_prompt = cfg.rl_data.max_prompt_tokens or cfg.rollout.max_context_tokens - cfg.rollout.min_generation_tokens
-        self.source = PromptSource.remote(
-            self.prompts,
-            cfg.rl_data.seed,
-            cfg.rl_data.num_epochs,
-            {
-                "skip_invalid": cfg.rl_data.skip_invalid,
-                "max_prompt_tokens": max_prompt,
-                "tokenizer": tokenizer,
-                "window_rows": cfg.rl_data.window_rows,
-                "task_cpus": self.read_cpus,
-            },
+        options = PromptSourceOptions(
+            skip_invalid=cfg.rl_data.skip_invalid,
+            max_prompt_tokens=max_prompt,
+            tokenizer_path=model_path,
+            window_rows=cfg.rl_data.window_rows,
+            task_cpus=self.read_cpus,
         )
+        self.source = PromptSource.remote(self.prompts, cfg.rl_data.seed, cfg.rl_data.num_epochs, options)
         self.queue = TrajectoryQueue.remote(cfg.queue, cfg.trainer.publish_every, self.source, self.out.name)
         self._actors += [self.source, self.queue]
-        ray.get([r.attach_policy.remote() for r in self.ranks])
-        if checkpoint is not None:
-            self._phase(f"restoring {checkpoint.name}")
-            self._restore(checkpoint)
+        ray.get([r.attach_policy.remote(None, self.queue) for r in self.ranks])
+
+    def _start_rollouts(self, policy: Any, verifier: Any, tokenizer: Any) -> None:
+        """The rollout pool (started by `run`), the validator and the metrics writer."""
+        cfg = self.cfg
         factory = worker_factory(
             self.queue,
             self.source,
@@ -392,112 +271,21 @@ class TrainJob:
             run_config=cfg.model_dump(mode="json"),
         )
 
-    def _placement(self) -> int:
-        """How many nodes host this job's actors and replicas that reserve resources, and how many of those
-        sit on the head node (logged; the two-node test reads it)."""
-        from ray.util.state import list_actors
-
-        context = ray.get_runtime_context()
-        job_id = context.get_job_id()
-        if not ray._private.worker.get_dashboard_url():  # no state API: asking would wait on retries, or elsewhere
-            log.info("actor placement unknown (this cluster runs no dashboard)")
-            return 0
-        try:  # this job's cluster by its own address: without it the state API may pick another cluster on the host
-            alive = list_actors(
-                address=context.gcs_address, filters=[("state", "=", "ALIVE")], limit=10_000, detail=True
-            )
-        except Exception as e:  # the state API needs the dashboard; placement is only reported
-            log.info("actor placement unknown (Ray state API unavailable: %s)", type(e).__name__)
-            return 0
-        heads = {n["NodeID"] for n in ray.nodes() if n["Alive"] and "node:__internal_head__" in n["Resources"]}
-        mine = [
-            a
-            for a in alive
-            if (a.job_id == job_id or any(app in (a.name or "") for app in self._apps))
-            and any(v > 0 for v in (a.required_resources or {}).values())
-        ]
-        nodes = {a.node_id for a in mine}
-        on_head = sorted(a.class_name for a in mine if a.node_id in heads)
-        log.info(
-            "%d actors and replicas of this job on %d node(s); on the head node: %s", len(mine), len(nodes), on_head
-        )
-        return len(nodes)
-
-    def _restore(self, path: Path) -> None:
-        """Trainer (weights, optimizer, RNG, filter), queue + prompt source, step, version; then the policy
-        replicas get the trainer's weights under the saved version, so rollouts continue where they stopped."""
-        extra = ray.get([r.load_checkpoint.remote(str(path)) for r in self.ranks])[0]
-        ray.get(self.queue.load_state_dict.remote(extra["queue"]))
-        self.step, self.version = int(extra["step"]), int(extra["version"])
-        self.trained_group_ids = list(extra.get("trained_group_ids", []))
-        self.history = list(extra.get("history", []))
-        if self.version > 0:
-            ray.get([r.attach_policy.remote(None, self.version - 1) for r in self.ranks])
-            ray.get([r.publish_weights.remote() for r in self.ranks])
-        ray.get(self.queue.set_version.remote(self.version))
-        log.info("resumed from %s at step %d, policy version %d", path, self.step, self.version)
-        self._report(f"resumed at step {self.step}")
-
     # ---- run -------------------------------------------------------------------------------------------------------
-    async def _pull(self, samples: int) -> dict[str, Any] | None:
-        """Rank 0 takes the next batch from the queue; the driver gets its report and a reference, not the data."""
-        return await self.ranks[0].pull_batch.remote(self.queue, self.cfg.queue.groups_per_step, 5.0, samples)
-
-    async def _train_once(self, batch: dict[str, Any], t_run: float, tokens_so_far: int) -> dict[str, float]:
-        cfg = self.cfg
-        t0 = time.monotonic()
-        metrics = (await asyncio.gather(*(r.train_pulled.remote(batch["refs"]) for r in self.ranks)))[0]
-        self.step += 1
-        self.trained_group_ids += batch["group_ids"]
-        lags = [self.version - v for v in batch["min_versions"]]
-        metrics.update(
-            {
-                "step": float(self.step),
-                "staleness/max": float(max(lags)),
-                "staleness/mean": sum(lags) / len(lags),
-                "time/train_s": time.monotonic() - t0,
-            }
-        )
-        if self.step % cfg.trainer.publish_every == 0:
-            push = (await asyncio.gather(*(r.publish_weights.remote() for r in self.ranks)))[0]
-            self.version = int(push["trainer/version"])
-            await self.queue.set_version.remote(self.version)
-            metrics.update(push)
-        tokens, verified = batch["tokens"], batch["verifier_calls"]
-        queue = await self.queue.stats.remote()
-        source = await self.source.stats.remote()
-        metrics.update(await self.source.metrics.remote())
-        metrics.update(
-            {
-                "groups/dropped_stale": float(queue.get("dropped", 0)),  # cumulative, like the two below
-                "groups/failed": float(source.get("failed", 0)),
-                "groups/requeued_infra": float(source.get("requeued", 0)),
-                "trainer/version": float(self.version),
-                "rollout/tokens": float(tokens),
-                "rollout/verifier_calls": float(verified),
-                "rollout/verifier_s_per_call": batch["verify_s"] / max(verified, 1),
-                "verifier/queue_wait_s_per_call": batch["verify_wait_s"] / max(verified, 1),
-                "time/generate_s": batch["generate_s"],  # summed over the batch's trajectories, as the two below
-                "time/verify_s": batch["verify_s"],
-                "throughput/tokens_per_s": (tokens_so_far + tokens) / max(time.monotonic() - t_run, 1e-9),
-                "queue/ready": float(queue["ready"]),
-                "queue/running": float(queue.get("running", 0)),
-                "queue/dropped": float(queue.get("dropped", 0)),
-                "time/step_s": time.monotonic() - t0,
-            }
-        )
-        return metrics
+    def run(self) -> None:
+        """`_run`, stopped at its next await by SIGTERM/SIGINT (JobStopped) or by work that cannot be scheduled."""
+        asyncio.run(run_until_stopped(self._run, self._unschedulable))
 
     async def _run(self) -> None:
         cfg = self.cfg
         assert self.pool is not None
         self.pool.start()
         rollouts = asyncio.ensure_future(self.pool.wait())
-        t_run, tokens = time.monotonic(), 0
-        t_last, first_step = t_run, self.step
+        stall = StallWatch(self.queue, self.source, self.pool, self._apps, cfg.trainer)
+        clock = _Clock(start=time.monotonic(), last=time.monotonic(), first_step=self.step)
         self._phase(f"RL steps {self.step + 1}-{cfg.trainer.total_steps}")
         bar = Progress(cfg.trainer.total_steps, "train steps", every_s=60.0, initial=self.step)  # + a line per step
-        await self._reset_stall_watch()
+        await stall.reset()
         if self.validator is not None and self.step == 0:
             self.validations.append({"step": 0.0, **await self.validator.run()})
             self.writer.write(0, self.validations[-1])
@@ -508,49 +296,94 @@ class TrainJob:
                     rollouts.result()  # re-raise a pool failure; else the prompts ran out
                     log.info("prompts exhausted after %d steps", self.step)
                     break
-                await self._watch_stall()
+                await stall.check()
                 continue
-            await self._reset_stall_watch()
+            await stall.reset()
             if self.step + 1 == cfg.trainer.total_steps:
                 # The last batch: no rollout may start for a step that never comes, so the saved cursor is
                 # exactly what was trained (plus groups returned to the source, re-issued on a resume).
                 await self.pool.stop()
             if not self.nodes_used:  # every role has started by the first batch
-                self.nodes_used = self._placement()
-            metrics = await self._train_once(batch, t_run, tokens)
-            metrics.update(await self._record_outcomes(batch))
-            if self.validator is not None and self.validator.due(self.step):
-                metrics.update(await self.validator.run())
-            tokens += int(metrics["rollout/tokens"])
-            now = time.monotonic()
-            metrics["throughput/step_tokens_per_s"] = metrics["rollout/tokens"] / max(now - t_last, 1e-9)
-            metrics["verifier/evaluations_per_s"] = metrics["rollout/verifier_calls"] / max(now - t_last, 1e-9)
-            eta_s = (now - t_run) / (self.step - first_step) * (cfg.trainer.total_steps - self.step)
-            t_last = now
-            self.history.append(metrics)
-            self.writer.write(self.step, metrics)
+                self.nodes_used = nodes_used(self._apps)
+            await self._step(batch, clock)
             bar.update()
-            log.info(
-                "step %d/%d | %s | ETA %ds",
-                self.step,
-                cfg.trainer.total_steps,
-                kv(
-                    {
-                        "reward": metrics.get("rollout/reward_mean", 0.0),
-                        "correct": metrics.get("rollout/correct_rate", 0.0),
-                        "fast1": metrics.get("rollout/fast1", 0.0),
-                        "staleness": int(metrics["staleness/max"]),
-                        "tok/s": metrics["throughput/step_tokens_per_s"],
-                        "version": int(self.version),
-                    }
-                ),
-                round(eta_s),
-            )
             if self.step % cfg.trainer.checkpoint_every == 0 or self.step == cfg.trainer.total_steps:
                 await self._checkpoint()
         bar.close()
         await self.pool.stop()
         rollouts.cancel()
+
+    async def _pull(self, samples: int) -> dict[str, Any] | None:
+        """Rank 0 takes the next batch from the queue; the driver gets its report and a reference, not the data."""
+        return await self.ranks[0].pull_batch.remote(self.queue, self.cfg.queue.groups_per_step, 5.0, samples)
+
+    async def _step(self, batch: dict[str, Any], clock: _Clock) -> None:
+        """One step on a pulled batch: train (and push), outcomes, validation when due; its row and its log line."""
+        metrics = await self._train_once(batch, clock)
+        metrics.update(await self._record_outcomes(batch))
+        if self.validator is not None and self.validator.due(self.step):
+            metrics.update(await self.validator.run())
+        clock.tokens += int(metrics["rollout/tokens"])
+        now = time.monotonic()
+        metrics["throughput/step_tokens_per_s"] = metrics["rollout/tokens"] / max(now - clock.last, 1e-9)
+        metrics["verifier/evaluations_per_s"] = metrics["rollout/verifier_calls"] / max(now - clock.last, 1e-9)
+        total = self.cfg.trainer.total_steps
+        eta_s = (now - clock.start) / (self.step - clock.first_step) * (total - self.step)
+        clock.last = now
+        self.history.append(metrics)
+        self.writer.write(self.step, metrics)
+        shown = {
+            "reward": metrics.get("rollout/reward_mean", 0.0),
+            "correct": metrics.get("rollout/correct_rate", 0.0),
+            "fast1": metrics.get("rollout/fast1", 0.0),
+            "staleness": int(metrics["staleness/max"]),
+            "tok/s": metrics["throughput/step_tokens_per_s"],
+            "version": int(metrics["trainer/version"]),
+        }
+        log.info("step %d/%d | %s | ETA %ds", self.step, total, kv(shown), round(eta_s))
+
+    async def _train_once(self, batch: dict[str, Any], clock: _Clock) -> dict[str, float]:
+        """Every rank trains on the batch; every publish_every steps rank 0 pushes the weights (the version
+        advances there); the step's metrics, with the lags against the version the batch was pulled at."""
+        t0 = time.monotonic()
+        metrics = (await asyncio.gather(*(r.train_pulled.remote(batch["refs"]) for r in self.ranks)))[0]
+        self.step += 1
+        self.trained_group_ids += batch["group_ids"]
+        lags = [batch["version"] - v for v in batch["min_versions"]]
+        metrics.update(
+            {
+                "step": float(self.step),
+                "staleness/max": float(max(lags)),
+                "staleness/mean": sum(lags) / len(lags),
+                "time/train_s": time.monotonic() - t0,
+                "trainer/version": float(batch["version"]),
+            }
+        )
+        if self.step % self.cfg.trainer.publish_every == 0:
+            metrics.update((await asyncio.gather(*(r.publish_weights.remote() for r in self.ranks)))[0])
+        tokens, verified = batch["tokens"], batch["verifier_calls"]
+        queue = await self.queue.stats.remote()
+        source = await self.source.stats.remote()
+        metrics.update(await self.source.metrics.remote())
+        metrics.update(
+            {
+                "groups/dropped_stale": float(queue.get("dropped", 0)),  # cumulative, like the two below
+                "groups/failed": float(source.get("failed", 0)),
+                "groups/requeued_infra": float(source.get("requeued", 0)),
+                "rollout/tokens": float(tokens),
+                "rollout/verifier_calls": float(verified),
+                "rollout/verifier_s_per_call": batch["verify_s"] / max(verified, 1),
+                "verifier/queue_wait_s_per_call": batch["verify_wait_s"] / max(verified, 1),
+                "time/generate_s": batch["generate_s"],  # summed over the batch's trajectories, as the two below
+                "time/verify_s": batch["verify_s"],
+                "throughput/tokens_per_s": (clock.tokens + tokens) / max(time.monotonic() - clock.start, 1e-9),
+                "queue/ready": float(queue["ready"]),
+                "queue/running": float(queue.get("running", 0)),
+                "queue/dropped": float(queue.get("dropped", 0)),
+                "time/step_s": time.monotonic() - t0,
+            }
+        )
+        return metrics
 
     async def _record_outcomes(self, batch: dict[str, Any]) -> dict[str, float]:
         """Every trajectory of the step with what became of it (outcomes.jsonl), groups dropped as stale or failed
@@ -563,46 +396,12 @@ class TrainJob:
             self.step, batch["trajectories"], decisions, dropped, failed, batch["samples"]
         )
 
-    async def _flow(self) -> FlowCounts:
-        queue, source = await self.queue.stats.remote(), await self.source.stats.remote()
-        pool = self.pool.stats() if self.pool is not None else {"workers": {}, "deaths": []}
-        return FlowCounts(
-            consumed=int(queue.get("consumed", 0)),
-            dropped=int(queue.get("dropped", 0)),
-            failed=int(source.get("failed", 0)),
-            requeued=int(source.get("requeued", 0)),
-            running=int(queue.get("running", 0)),
-            ready=int(queue.get("ready", 0)),
-            workers=len(pool["workers"]),
-            worker_deaths=len(pool["deaths"]),
-        )
-
-    async def _reset_stall_watch(self) -> None:
-        self._waiting_since = self._last_warn = time.monotonic()
-        self._before_stall = await self._flow()
-
-    async def _watch_stall(self) -> None:
-        """Between empty polls: stop at once on the prompt source's stop reason; log why nothing arrives every
-        trainer.stall_warn_s; stop after trainer.stall_limit_s without a batch."""
-        reason = await self.source.stop_reason.remote()
-        if reason:
-            raise JobStalled(f"stopping: {reason}")
-        now, tc = time.monotonic(), self.cfg.trainer
-        waited = now - self._waiting_since
-        if now - self._last_warn < tc.stall_warn_s and waited < tc.stall_limit_s:
-            return
-        statuses = serve.status().applications
-        apps = {name: str(getattr(statuses.get(name), "status", "MISSING")).split(".")[-1] for name in self._apps}
-        line = diagnose_stall(self._before_stall, await self._flow(), waited, apps)
-        if waited >= tc.stall_limit_s:
-            raise JobStalled(f"stopping after trainer.stall_limit_s={tc.stall_limit_s:.0f}: {line}")
-        log.warning("%s", line)
-        self._last_warn = now
-
+    # ---- checkpoint ------------------------------------------------------------------------------------------------
     async def _checkpoint(self) -> None:
+        """Every rank saves its shards with the trainer's state (the policy version among it); the job adds its
+        step, the queue and prompt source taken at one instant, and its history."""
         extra = {
             "step": self.step,
-            "version": self.version,
             "queue": await self.queue.state_dict.remote(),
             "trained_group_ids": self.trained_group_ids,
             "nodes_used": self.nodes_used,
@@ -613,37 +412,18 @@ class TrainJob:
         )[0]
         log.info("checkpoint %s", path)
 
-    def run(self) -> None:
-        asyncio.run(self._run_until_stopped())
-
-    async def _run_until_stopped(self) -> None:
-        """`_run`, with SIGTERM/SIGINT cancelling it at its next await. A signal handler that raises would land in
-        whatever coroutine or callback happens to run, where asyncio (or an `except Exception`) can swallow it and
-        leave the job running until `ray job stop` kills it before cleanup."""
-        loop, main = asyncio.get_running_loop(), asyncio.current_task()
-        assert main is not None
-        received: list[int] = []
-        signals = (signal.SIGTERM, signal.SIGINT, STOP_SIGNAL)
-        previous = {s: signal.getsignal(s) for s in signals}
-
-        def stop(signum: int) -> None:
-            received.append(signum)
-            main.cancel()
-
-        for s in signals:
-            loop.add_signal_handler(s, stop, s)
-        try:
-            await self._run()
-        except asyncio.CancelledError:
-            if not received:
-                raise
-            if received[0] == STOP_SIGNAL:
-                raise JobUnschedulable(self._unschedulable()) from None
-            raise JobStopped(f"signal {signal.Signals(received[0]).name}") from None
-        finally:
-            for s, handler in previous.items():  # asyncio restores the default; cleanup still needs the caller's
-                loop.remove_signal_handler(s)
-                signal.signal(s, handler)
+    def _restore(self, path: Path) -> None:
+        """Trainer (weights, optimizer, RNG, filter, policy version), queue + prompt source, step; then the ranks
+        push the weights to the policy replicas again under the saved version, so rollouts continue where they
+        stopped."""
+        extra = ray.get([r.load_checkpoint.remote(str(path)) for r in self.ranks])[0]
+        ray.get(self.queue.load_state_dict.remote(extra["queue"]))
+        self.step = int(extra["step"])
+        self.trained_group_ids = list(extra.get("trained_group_ids", []))
+        self.history = list(extra.get("history", []))
+        version = ray.get([r.republish.remote() for r in self.ranks])[0]
+        log.info("resumed from %s at step %d, policy version %d", path, self.step, version)
+        self._report(f"resumed at step {self.step}")
 
     # ---- cleanup -----------------------------------------------------------------------------------------------------
     def cleanup(self) -> None:
@@ -685,7 +465,7 @@ class TrainJob:
         h = self.history
         return {
             "steps": self.step,
-            "policy_versions": self.version,
+            "policy_versions": int(h[-1].get("trainer/version", 0.0)) if h else 0,
             "reward_mean_per_step": [m.get("rollout/reward_mean", 0.0) for m in h],
             "correct_rate_per_step": [m.get("rollout/correct_rate", 0.0) for m in h],
             "fast1_per_step": [m.get("rollout/fast1", 0.0) for m in h],
@@ -739,7 +519,7 @@ class TrainJob:
         """setup -> run -> cleanup; SIGTERM (ray job stop) and Ctrl-C stop at once and still clean up; work that
         waits trainer.schedule_limit_s for resources stops the job with what waited."""
         t0 = time.monotonic()
-        previous = {s: signal.signal(s, _raise_stopped) for s in (signal.SIGTERM, signal.SIGINT)}
+        previous = {s: signal.signal(s, raise_stopped) for s in (signal.SIGTERM, signal.SIGINT)}
         previous[STOP_SIGNAL] = signal.signal(STOP_SIGNAL, self._raise_unschedulable)
         try:
             self.setup()

@@ -17,10 +17,34 @@ from collections import deque
 from typing import Any
 
 import ray
+from pydantic import Field, model_validator
 
-from actors.prompt_stream import PromptStream
+from actors.prompt_stream import TASKS_PER_CPU, PromptStream
+from drkernel.config.base import StrictModel
 from drkernel.train.stall import clip_error, dead_part
 from drkernel.types.group import PromptGroup, make_group_id
+
+
+class PromptSourceOptions(StrictModel):
+    """How the prompt source reads its pool (the PromptStream's options); unknown keys are errors."""
+
+    skip_invalid: bool = Field(False, description="drop rows that fail validation (counted) instead of failing")
+    max_prompt_tokens: int | None = Field(
+        None, ge=1, description="drop rows whose chat prompt has more tokens (needs tokenizer_path)"
+    )
+    tokenizer_path: str | None = Field(None, description="HF tokenizer folder that counts the prompt tokens")
+    length_cache_dir: str | None = Field(None, description="where prompt lengths are cached (default: shared cache)")
+    window_rows: int = Field(16384, ge=1, description="rows read per window of the shuffled epoch")
+    head_rows: int = Field(4, ge=1, description="rows read at once where the cursor lands outside a prepared window")
+    task_cpus: float = Field(1.0, gt=0, description="Ray CPUs of each prompt-read task")
+    tasks_per_cpu: int = Field(TASKS_PER_CPU, ge=1, description="at most this many read tasks per cluster CPU")
+    index_cache_dir: str | None = Field(None, description="where each file's validation verdict is kept")
+
+    @model_validator(mode="after")
+    def _length_filter_has_a_tokenizer(self) -> PromptSourceOptions:
+        if self.max_prompt_tokens is not None and self.tokenizer_path is None:
+            raise ValueError("max_prompt_tokens needs tokenizer_path (the tokenizer that counts the tokens)")
+        return self
 
 
 @ray.remote(num_cpus=0)
@@ -28,11 +52,18 @@ class PromptSource:
     """Hands out prompt groups with unique ids and takes back the groups of dead workers."""
 
     def __init__(
-        self, path: str, seed: int = 0, num_epochs: int | None = None, stream_options: dict[str, Any] | None = None
+        self, path: str, seed: int = 0, num_epochs: int | None = None, options: PromptSourceOptions | None = None
     ):
-        """`stream_options`: PromptStream's keyword options (skip_invalid, max_prompt_tokens, tokenizer, ...)."""
+        opts = options or PromptSourceOptions()
+        if not isinstance(opts, PromptSourceOptions):
+            raise TypeError(f"PromptSource takes PromptSourceOptions, got {type(opts).__name__}")
+        stream_options = opts.model_dump(exclude={"tokenizer_path"})
+        if opts.tokenizer_path is not None:
+            from transformers import AutoTokenizer
+
+            stream_options["tokenizer"] = AutoTokenizer.from_pretrained(opts.tokenizer_path)
         # One row per pull, so the cursor around each pull names the row's (epoch, position): its group id.
-        self._stream = PromptStream(path, batch_size=1, seed=seed, num_epochs=num_epochs, **(stream_options or {}))
+        self._stream = PromptStream(path, batch_size=1, seed=seed, num_epochs=num_epochs, **stream_options)
         self._outstanding: dict[str, PromptGroup] = {}  # issued, not finished, in issue order
         self._owner: dict[str, str | None] = {}  # group id -> worker running it (None: waiting to be re-issued)
         self._line: deque[str] = deque()  # re-issued groups, served before new rows

@@ -36,7 +36,7 @@ from drkernel.types.group import FinishedGroup, PromptGroup
 from drkernel.types.sampling import GenerateOutput, SamplingParams
 from drkernel.types.trajectory import Trajectory
 from drkernel.types.verify_result import VerifyResult
-from serve_apps.run_metrics import WORKER_SERIES, RunGauges
+from serve_apps.runtime.run_series import WORKER_SERIES, RunGauges
 
 log = logging.getLogger(__name__)
 

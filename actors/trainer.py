@@ -4,9 +4,13 @@ publish weights to the policy replicas, save and restore checkpoints.
 Every rank builds the same StepBatch from the same trajectories (the group filter and PRS generator are
 replicated and deterministic) and trains on its share of rows (r, r + world, ...); FSDP2 averages the
 gradients, and the loss normalisers are summed across ranks (drkernel.rl.update). Collective methods
-(train_step, state_dict_for_push, publish_weights, save_checkpoint, load_checkpoint, checksum) must be called
-on every rank; rank 0 returns the result that matters. `create_trainer_group` starts the ranks, lets rank 0
-pick the rendezvous address and sets them all up concurrently.
+(train_step, state_dict_for_push, publish_weights, republish, save_checkpoint, load_checkpoint, checksum) must
+be called on every rank; rank 0 returns the result that matters. `create_trainer_group` starts the ranks, lets
+rank 0 pick the rendezvous address and sets them all up concurrently.
+
+The policy version has one owner: rank 0's weight publisher, which advances it only once every policy replica
+acknowledged a push, then tells the trajectory queue (whose admission widens with it). The driver reads it from
+rank 0's answers (`pull_batch`, `publish_weights`, `republish`), never keeps a copy of its own.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
-from actors.weight_sync import ReplicaSet, ServeReplicas, WeightPublisher, weight_store
+from actors.weight_sync import ReplicaSet, ServeReplicas, WeightPublisher
 from drkernel.config.train import TrainConfig
 from drkernel.devices import probe_availability
 from drkernel.model.attention import fused_only
@@ -51,7 +55,8 @@ from drkernel.train.decisions import row_decisions
 from drkernel.train.sharding import compute_dtype, shard_policy
 from drkernel.types.group import FinishedGroup
 from drkernel.types.trajectory import Trajectory
-from serve_apps.run_metrics import TRAINER_KEYS, TRAINER_SERIES, RunGauges, run_name
+from serve_apps.runtime.run_series import TRAINER_KEYS, TRAINER_SERIES, RunGauges, run_name
+from serve_apps.runtime.weight_store import weight_store
 
 FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)
 PREFIX = "policy."  # ResponseScorer holds the HF model as `policy`
@@ -89,10 +94,17 @@ class TrainerWorker:
         self.step = 0  # optimizer updates done
         self.calls = 0  # train_step calls (skipped ones included)
         self.decisions: list[dict[str, Any]] = []  # what the last train_step did with each trajectory
-        self.publisher: WeightPublisher | None = None
+        self.publisher: WeightPublisher | None = None  # rank 0's, the owner of the policy version
         self._store: Any = None  # the policy app's weight store, made by the first attach_policy
-        self.version = 0
+        self._queue: Any = None  # the trajectory queue, told each version the publisher advances to
+        self._restored_version = 0  # a checkpoint's version, until rank 0's publisher takes it over
         self.gauges = RunGauges("trainer", TRAINER_SERIES, run_name(self.cfg.trainer.output_dir)) if rank == 0 else None
+
+    @property
+    def version(self) -> int:
+        """The policy version: the last one every replica acknowledged (rank 0's publisher owns it; the driver,
+        the queue and the dashboard read it from here)."""
+        return self.publisher.version if self.publisher is not None else self._restored_version
 
     def rendezvous_address(self) -> tuple[str, int]:
         """Rank 0's address and a free port for the process group."""
@@ -221,7 +233,7 @@ class TrainerWorker:
         if not groups:
             return None
         report = batch_report(groups, samples, self.tokenizer.decode, self.cfg.logging.sample_text_chars)
-        return {**report, "refs": [ray.put(groups)]}
+        return {**report, "version": self.version, "refs": [ray.put(groups)]}
 
     def train_pulled(self, refs: list[ray.ObjectRef]) -> dict[str, float]:
         """`train_step` on the batch `pull_batch` stored; every rank fetches it from the object store."""
@@ -240,10 +252,12 @@ class TrainerWorker:
         dtype = getattr(torch, self.cfg.policy.dtype)
         return {k.removeprefix(PREFIX): v.to(dtype) if v.is_floating_point() else v for k, v in full.items()}
 
-    def attach_policy(self, replicas: ReplicaSet | None = None, version: int | None = None) -> None:
-        """Where pushes go; default: every replica of this job's policy Serve app (through broadcast)."""
+    def attach_policy(self, replicas: ReplicaSet | None = None, queue: Any = None) -> None:
+        """Where pushes go; default: every replica of this job's policy Serve app (through broadcast). `queue`:
+        the trajectory queue, told every version once every replica acknowledged it (its admission widens)."""
         if self.rank != 0:
             return
+        self._queue = queue if queue is not None else self._queue
         store = None
         if replicas is None:
             from serve_apps.policy import policy_handle
@@ -252,8 +266,6 @@ class TrainerWorker:
             if self._store is None:  # one store for the trainer's life: a second attach (resume) must not drop
                 self._store = weight_store(self.cfg.policy.app_name)  # the handle that keeps it alive
             store = self._store  # a restarted replica loads the last push from it
-        if version is not None:
-            self.version = version
         self.publisher = WeightPublisher(
             replicas, bucket_mb=self.cfg.trainer.bucket_mb, version=self.version, store=store
         )
@@ -266,10 +278,24 @@ class TrainerWorker:
         if self.publisher is None:
             self.attach_policy()
         report = self.publisher.publish(state)
-        self.version = report.version
+        if self._queue is not None:  # only now: the version advanced on every replica
+            ray.get(self._queue.set_version.remote(self.version))
         metrics = {**report.metrics(), "trainer/version": float(self.version)}
         self._export(metrics)
         return metrics
+
+    def republish(self) -> int:
+        """A resumed job's replicas start on version 0: push the restored weights to them again under the restored
+        version (nothing at version 0); returns that version. Collective, like `publish_weights`."""
+        version = self.version  # every rank restored it from the same checkpoint
+        if version == 0:
+            return 0
+        if self.rank == 0:
+            if self.publisher is None:
+                self.attach_policy()
+            self.publisher.version = version - 1
+        self.publish_weights()
+        return version
 
     def checksum(self) -> str | None:
         """sha256 of the full weights in the policy's dtype (rank 0): equal to a replica's after a push."""
@@ -322,9 +348,9 @@ class TrainerWorker:
         saved = found.extra["trainer"]
         filter_state_from_json(self.group_filter, saved["filter"])
         generator_state_from_json(self.prs_rng, saved["prs_rng"])
-        self.step, self.calls, self.version = int(saved["step"]), int(saved["calls"]), int(saved["version"])
+        self.step, self.calls, self._restored_version = int(saved["step"]), int(saved["calls"]), int(saved["version"])
         if self.publisher is not None:
-            self.publisher.version = self.version
+            self.publisher.version = self._restored_version
         return found.extra["job"]
 
     def info(self) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import ray
 from drkernel.config.train import QueueConfig
 from drkernel.rl.staleness import Admission, ReleaseReason, StalenessController
 from drkernel.types.group import FinishedGroup
-from serve_apps.run_metrics import QUEUE_SERIES, RunGauges
+from serve_apps.runtime.run_series import QUEUE_SERIES, RunGauges
 
 
 @ray.remote(num_cpus=0)

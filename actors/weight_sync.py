@@ -16,10 +16,10 @@ Replicas die and restart while a job runs. A push that meets a replica dying or 
 died, it is unavailable, the deployment has no running replica, or fewer replicas answered than expected) is
 re-broadcast until every replica acknowledged or `timeout_s` has passed; a replica that already holds the
 version acknowledges a repeat without copying. Any other failure (a replica raising while loading, a hang past
-the timeout) ends the push at once. With a WeightStore attached, the push's buckets stay in the object store
-until the next version is published, and the store names them, so a replica that (re)starts loads the last
-published weights before it serves (serve_apps/policy_weights.py): the store is written before the broadcast,
-and put back to the previous version if the push fails.
+the timeout) ends the push at once. With a WeightStore attached (serve_apps/runtime/weight_store.py), the
+push's buckets stay in the object store until the next version is published, and the store names them, so a
+replica that (re)starts loads the last published weights before it serves (serve_apps/policy_weights.py): the
+store is written before the broadcast, and put back to the previous version if the push fails.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from ray.serve.exceptions import DeploymentUnavailableError
 
 from drkernel.model.weights import BucketPacker
 from drkernel.types.weights import WeightsManifest
-from serve_apps.policy_weights import STORE_NAMESPACE, store_name
 
 log = logging.getLogger(__name__)
 
@@ -106,43 +105,6 @@ class ActorReplicas:
         for call in pending:
             ray.cancel(call)
         return results
-
-
-@ray.remote(num_cpus=0)
-class WeightStore:
-    """The last published push of one policy app: version, bucket refs (kept alive here) and manifest."""
-
-    def __init__(self) -> None:
-        self._latest: tuple[int, list[ray.ObjectRef], WeightsManifest] | None = None
-
-    def put(self, version: int, bucket_refs: list[ray.ObjectRef], manifest: WeightsManifest) -> None:
-        """Name these buckets as the weights a starting replica loads (the previous ones are released)."""
-        self._latest = (version, list(bucket_refs), manifest)
-
-    def clear(self) -> None:
-        self._latest = None
-
-    def latest(self) -> tuple[int, list[ray.ObjectRef], WeightsManifest] | None:
-        """(version, bucket refs, manifest), the refs nested so that callers fetch them themselves; None at
-        version 0 (the weights every replica starts with)."""
-        return self._latest
-
-
-def weight_store(app_name: str, wait_s: float = 60.0) -> ray.actor.ActorHandle:
-    """The weight store of policy app `app_name`, created if it does not exist (owned by the caller's process,
-    so it goes when the trainer goes). The store of an earlier run's trainer that just died can still hold the
-    name for a moment (a resumed job meets it): such a handle answers with an actor error, and the name is
-    asked for again until Ray has released it."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        store = WeightStore.options(name=store_name(app_name), namespace=STORE_NAMESPACE, get_if_exists=True).remote()
-        try:
-            ray.get(store.latest.remote(), timeout=wait_s)
-            return store
-        except ray.exceptions.RayActorError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
 
 
 @dataclass

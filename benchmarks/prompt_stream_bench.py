@@ -86,9 +86,9 @@ def _time_window_read(actor) -> float:
 def measure(path: Path, steady: int, window_rows: int, cache_dir: Path) -> dict[str, float]:
     import ray
 
-    from actors.prompt_source import PromptSource
+    from actors.prompt_source import PromptSource, PromptSourceOptions
 
-    options = {"skip_invalid": True, "window_rows": window_rows, "index_cache_dir": str(cache_dir)}
+    options = PromptSourceOptions(skip_invalid=True, window_rows=window_rows, index_cache_dir=str(cache_dir))
     out: dict[str, float] = {"load_start": _load()}
     shutil.rmtree(cache_dir, ignore_errors=True)  # cold: the index pass validates every row
     t = time.perf_counter()
@@ -175,7 +175,7 @@ def cold_compare(path: Path, repeat: int, window_rows: int, cache_dir: Path) -> 
     moves far less)."""
     import ray
 
-    from actors.prompt_source import PromptSource
+    from actors.prompt_source import PromptSource, PromptSourceOptions
 
     times: dict[str, list[float]] = {"before": [], "now": []}
     cpus: dict[str, list[float]] = {"before": [], "now": []}
@@ -184,7 +184,9 @@ def cold_compare(path: Path, repeat: int, window_rows: int, cache_dir: Path) -> 
     runs = [("warm-up", "now")] + [(name, name) for pair in pairs for name in pair]
     for name, plan in runs:
         shutil.rmtree(cache_dir, ignore_errors=True)
-        options = {"skip_invalid": True, "window_rows": window_rows, "index_cache_dir": str(cache_dir), **plans[plan]}
+        options = PromptSourceOptions(
+            skip_invalid=True, window_rows=window_rows, index_cache_dir=str(cache_dir), **plans[plan]
+        )
         cpu, t = cluster_cpu_s(), time.perf_counter()
         source = PromptSource.remote(str(path), 1, None, options)
         ray.get(source.next_group.remote("w", 0))

@@ -30,7 +30,6 @@ from pipelines.cli import UsageError
 from pipelines.train import load_train_config
 
 log = get_logger("eval")
-REPO = Path(__file__).resolve().parents[1]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -104,24 +103,13 @@ class EvalServices:
         import ray
         from ray import serve
 
+        from serve_apps.runtime.ray_start import private_cpus, start_ray
+
         self.cfg = cfg
         self.apps: list[str] = []
         self.started_ray = False
         if not ray.is_initialized():
-            if address:
-                ray.init(address=address, log_to_driver=False)
-            else:
-                ray.init(
-                    address="local",
-                    num_cpus=max(os.cpu_count() or 1, 4),
-                    runtime_env={
-                        "env_vars": {
-                            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-                        }
-                    },
-                    log_to_driver=False,
-                )
-                self.started_ray = True
+            self.started_ray = start_ray(address, num_cpus=private_cpus(4), log_to_driver=False)
             serve.start(http_options={"host": cfg.policy.http_host, "port": cfg.policy.http_port})
         self.tag = uuid.uuid4().hex[:8]
 

@@ -125,20 +125,18 @@ def _check_listen(host: str, port: int) -> None:
 
 def _start_ray(address: str | None, num_cpus: float | None) -> bool:
     """Join the cluster at `address`, or start a new local Ray; True when this process started it."""
-    import ray
+    from serve_apps.runtime.ray_start import start_ray
 
-    if address not in (None, "local"):
-        try:
-            ray.init(address=address, logging_level=logging.WARNING)
-        except (ConnectionError, ValueError) as e:
-            raise UsageError(
-                f"drkernel serve: cannot join the Ray cluster at {address}: "
-                f"{str(e).strip().splitlines()[0]} (a cluster with token auth needs "
-                "RAY_AUTH_MODE=token in this environment)"
-            ) from None
-        return False
-    ray.init(address="local", num_cpus=num_cpus)
-    return True
+    try:
+        return start_ray(address, num_cpus=num_cpus, join_logging_level=logging.WARNING, checkout_on_path=False)
+    except (ConnectionError, ValueError) as e:
+        if address in (None, "local"):  # starting a private Ray failed: not a joining error
+            raise
+        raise UsageError(
+            f"drkernel serve: cannot join the Ray cluster at {address}: "
+            f"{str(e).strip().splitlines()[0]} (a cluster with token auth needs "
+            "RAY_AUTH_MODE=token in this environment)"
+        ) from None
 
 
 def _answers(url: str, timeout_s: float) -> bool:

@@ -111,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"drkernel train: the recipe does not fit: {'; '.join(estimate.problems())}")
     if args.dry_run:
         return 0
-    from actors.job import JobStalled, JobUnschedulable, TrainJob  # Ray, torch, transformers: config known good
+    from actors.job import TrainJob  # Ray, torch, transformers: config known good
+    from actors.job_stop import JobStalled, JobUnschedulable
     from drkernel.sft.warm_start import SFTRequired
     from drkernel.train.scheduling import ClusterTooSmall
     from pipelines.report import write_report

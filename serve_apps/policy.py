@@ -34,7 +34,7 @@ from drkernel.types.sampling import GenerateOutput, SamplingParams
 from drkernel.types.weights import WeightsManifest
 from serve_apps.policy_engine import make_engine
 from serve_apps.policy_weights import catch_up
-from serve_apps.run_metrics import POLICY_SERIES, RunGauges
+from serve_apps.runtime.run_series import POLICY_SERIES, RunGauges
 
 DEPLOYMENT_NAME = "PolicyReplica"
 CONTROL_SLOTS = 8  # request slots beyond two batches, so load_weights/version/stats never queue behind generation

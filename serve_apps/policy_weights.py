@@ -2,7 +2,8 @@
 
 Serve restarts a dead replica from the deployment's arguments, i.e. the SFT weights at version 0; nothing
 would give it the weights the job has published since. So the job's weight publisher (actors/weight_sync.py)
-keeps the latest push's bucket refs in a small named actor, the weight store, named after the policy app.
+keeps the latest push's bucket refs in a small named actor, the weight store (serve_apps/runtime/weight_store.py),
+named after the policy app.
 A replica starting looks the store up in its constructor, fetches those buckets from the object store and
 loads them through the engine's `load_weights(version, buckets, manifest)` before Serve routes it any request.
 A replica of an app that no job publishes to (no store) serves the weights it was started with.
@@ -20,14 +21,9 @@ from typing import Any
 
 import ray
 
+from serve_apps.runtime.weight_store import STORE_NAMESPACE, store_name
+
 log = logging.getLogger(__name__)
-
-STORE_NAMESPACE = "drkernel"
-
-
-def store_name(app_name: str) -> str:
-    """Name of the weight store of the policy app `app_name` (in STORE_NAMESPACE)."""
-    return f"{app_name}:published-weights"
 
 
 async def catch_up(engine: Any, app_name: str) -> int:

@@ -9,6 +9,12 @@ the cluster's pending demand (actors/scheduling_watch.py) and reports it with `d
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from drkernel.placement import ray_options
+
+if TYPE_CHECKING:
+    from drkernel.config.train import TrainConfig
 
 
 class ClusterTooSmall(RuntimeError):
@@ -52,3 +58,34 @@ def describe_wait(
         f"work has waited {waited_s:.0f}s for resources (phase: {phase}): pending {waiting}; available "
         f"{_fmt(free)} of {_fmt(total)}; this job requests: {asked}"
     )
+
+
+def reserved_cpus(cfg: TrainConfig) -> float:
+    """Ray CPUs a job's actors and replicas reserve (a private cluster gets at least this many)."""
+    return (
+        cfg.policy.num_replicas * cfg.policy.cpus_per_replica
+        + cfg.verifier.autoscaling.max_replicas * cfg.verifier.cpus_per_replica
+        + cfg.trainer.num_workers * cfg.trainer.cpus_per_worker
+        + cfg.rollout.num_workers * cfg.rollout.cpus_per_worker
+        + cfg.rl_data.read_cpus  # at least one prompt-reading Ray Data task at a time
+    )
+
+
+def resource_requests(cfg: TrainConfig, read_cpus: float) -> dict[str, dict[str, float]]:
+    """What each part of a job asks the cluster for, in Ray's resource names (for the wait reports)."""
+    c = cfg
+    parts = {  # name: (count, CPUs, device, accelerator share) of one
+        "policy replica(s)": (c.policy.num_replicas, c.policy.cpus_per_replica, c.policy.device,
+                              c.policy.accelerators_per_replica),
+        "verifier replica(s) at most": (c.verifier.autoscaling.max_replicas, c.verifier.cpus_per_replica, "cpu",
+                                        1.0),
+        "trainer rank(s)": (c.trainer.num_workers, c.trainer.cpus_per_worker, c.trainer.device,
+                            c.trainer.accelerators_per_worker),
+        "rollout worker(s)": (c.rollout.num_workers, c.rollout.cpus_per_worker, "cpu", 1.0),
+    }  # fmt: skip
+    asked = {}
+    for name, (n, cpus, device, share) in parts.items():
+        one = ray_options(device if device != "auto" else "cpu", cpus, share)
+        res = {"CPU": one["num_cpus"], "GPU": one.get("num_gpus", 0.0), **one.get("resources", {})}
+        asked[f"{n} {name}"] = {k: n * v for k, v in res.items() if v}
+    return asked | {"prompt reads, per task": {"CPU": read_cpus}}

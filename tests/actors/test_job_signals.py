@@ -10,12 +10,13 @@ import signal
 
 import pytest
 
-from actors.job import JobStopped, TrainJob, _raise_stopped
+from actors.job import TrainJob
+from actors.job_stop import JobStopped, raise_stopped
 
 
 @pytest.fixture
 def job_signals():
-    previous = {s: signal.signal(s, _raise_stopped) for s in (signal.SIGTERM, signal.SIGINT)}
+    previous = {s: signal.signal(s, raise_stopped) for s in (signal.SIGTERM, signal.SIGINT)}
     yield
     for s, handler in previous.items():
         signal.signal(s, handler)
@@ -53,8 +54,8 @@ def test_after_the_loop_a_signal_still_stops_the_job(job_signals):
     job = _job_whose_loop_swallows_exceptions(signal.SIGINT)
     with pytest.raises(JobStopped):
         job.run()
-    assert signal.getsignal(signal.SIGTERM) is _raise_stopped
-    assert signal.getsignal(signal.SIGINT) is _raise_stopped
+    assert signal.getsignal(signal.SIGTERM) is raise_stopped
+    assert signal.getsignal(signal.SIGINT) is raise_stopped
     with pytest.raises(JobStopped):
         os.kill(os.getpid(), signal.SIGTERM)
         signal.sigtimedwait([], 0.01)  # let the handler run

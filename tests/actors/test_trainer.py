@@ -96,6 +96,11 @@ def _groups(tag: str):
 
 
 def test_step_push_checkpoint_and_resume(ray_cluster, model_path, tmp_path):
+    """A step moves the weights; a push delivers them whole and advances the version on rank 0, its one owner,
+    which tells the queue itself; a resumed rank restores weights, optimizer and version, and pushes them again
+    under that version to a replica that started on version 0."""
+    from actors.trajectory_queue import TrajectoryQueue
+
     cfg = _config(tmp_path)
     (trainer,) = create_trainer_group(cfg, model_path)
     before = ray.get(trainer.checksum.remote())
@@ -105,11 +110,12 @@ def test_step_push_checkpoint_and_resume(ray_cluster, model_path, tmp_path):
     after = ray.get(trainer.checksum.remote())
     assert after != before
 
-    replica = Replica.remote(model_path)
-    ray.get(trainer.attach_policy.remote(ActorReplicas([replica])))
+    replica, queue = Replica.remote(model_path), TrajectoryQueue.remote(cfg.queue, 1)
+    ray.get(trainer.attach_policy.remote(ActorReplicas([replica]), queue))
     push = ray.get(trainer.publish_weights.remote())
     assert push["trainer/version"] == 1.0 and push["weight_sync/replicas"] == 1.0
     assert ray.get(replica.state_checksum.remote()) == after  # bit-identical, every name present
+    assert ray.get(queue.stats.remote())["version"] == 1  # told by rank 0, no driver in between
 
     skipped = ray.get(trainer.train_step.remote([make_trajectory("flat", i, [TurnSpec()]) for i in range(3)]))
     assert skipped["train/stepped"] == 0.0  # constant rewards: filtered, no update
@@ -120,6 +126,11 @@ def test_step_push_checkpoint_and_resume(ray_cluster, model_path, tmp_path):
     assert ray.get(resumed.load_checkpoint.remote(path)) == {"cursor": 7}
     assert ray.get(resumed.info.remote()) == ray.get(trainer.info.remote())
     assert ray.get(resumed.checksum.remote()) == after
+    fresh, fresh_queue = Replica.remote(model_path), TrajectoryQueue.remote(cfg.queue, 1)
+    ray.get(resumed.attach_policy.remote(ActorReplicas([fresh]), fresh_queue))
+    assert ray.get(resumed.republish.remote()) == 1  # the saved version, not a new one
+    assert ray.get(fresh.state_checksum.remote()) == after and ray.get(fresh_queue.stats.remote())["version"] == 1
+    assert ray.get(resumed.info.remote())["version"] == 1
     step = _groups("b")
     m1, m2 = ray.get([trainer.train_step.remote(step), resumed.train_step.remote(step)])
     assert m1["train/stepped"] == m2["train/stepped"] == 1.0
@@ -130,7 +141,7 @@ def test_step_push_checkpoint_and_resume(ray_cluster, model_path, tmp_path):
     ray.get(refusing.setup.remote())
     with pytest.raises(IncompatibleCheckpoint, match="trainer.lr: checkpoint 0.01, now 0.5"):
         ray.get(refusing.load_checkpoint.remote(path))
-    for actor in (trainer, resumed, refusing, replica):
+    for actor in (trainer, resumed, refusing, replica, queue, fresh, fresh_queue):
         ray.kill(actor)
 
 
@@ -203,6 +214,7 @@ def test_rank_zero_pulls_its_batch_and_the_caller_never_holds_a_trajectory(ray_c
     report = ray.get(trainer.pull_batch.remote(queue, 1, 30.0, 1))
     assert not _holds_trajectories(report)  # what reaches the driver: ids, counts, a sample, a reference
     assert report["group_ids"] == ["g0"] and report["min_versions"] == [0] and report["tokens"] > 0
+    assert report["version"] == 0  # rank 0's policy version at the pull: the step's lags are taken against it
     assert len(report["samples"]) == 1 and report["samples"][0]["group_id"] == "g0"
     assert len(report["refs"]) == 1 and isinstance(report["refs"][0], ray.ObjectRef)
     assert len(report["trajectories"]) == 3 and report["samples"][0]["prompt"]  # an outcome row each, one whole

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from actors.job import resolve_model_path
+from actors.job_inputs import resolve_model_path
 from drkernel.config.base import load_config
 from drkernel.config.train import TrainConfig
 from drkernel.log import setup_logging

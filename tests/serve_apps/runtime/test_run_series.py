@@ -11,9 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from serve_apps.run_metrics import POLICY_SERIES, QUEUE_SERIES, TRAINER_SERIES, WORKER_SERIES
+from serve_apps.runtime.run_series import POLICY_SERIES, QUEUE_SERIES, TRAINER_SERIES, WORKER_SERIES
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def scrape_until(url: str, pattern: str, timeout_s: float = 90.0) -> str:
