@@ -9,7 +9,7 @@ import time
 
 import ray
 
-from drkernel.model.weights import WeightsManifest
+from drkernel.types.weights import WeightsManifest
 
 STORE_NAMESPACE = "drkernel"
 
