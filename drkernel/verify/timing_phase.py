@@ -203,8 +203,10 @@ class TimingPhases:
         Its report comes from the candidate's process, so it may only lower the reward: on CPU the kernel
         time it claims is capped by the pass's round trip on this clock plus its staging beyond the
         reference's (work done on receiving the inputs is not kernel time); on accelerators a claim above the
-        judge's timing of the calls voids it. Under `timing: cpu_model` the coverage is the replay's modelled
-        Triton share of device time instead (interpreter wall time says nothing of a GPU's; issue 27)."""
+        judge's timing of the calls voids it. Under `timing: cpu_model` there is no pass (modelled_coverage)."""
+        if self.verdict.timing_source == "cpu_model":
+            self.modelled_coverage()
+            return
         self.enter("coverage")
         t0 = time.perf_counter()
         n = min(COVERAGE_CALLS[self.device], self.sets_that_fit())
@@ -219,11 +221,7 @@ class TimingPhases:
         if h["collisions"]:
             self.verdict.details["coverage_name_collisions"] = h["collisions"]
         coverage = fraction
-        if self.verdict.timing_source == "cpu_model":  # the modelled Triton share of device time, not interpreter time
-            self.verdict.details["coverage_in_process"] = fraction
-            self.verdict.details["coverage_source"] = "cpu_model: modelled Triton share of device time"
-            coverage = self.verdict.details["cpu_model"]["candidate"].get("triton_share", 0.0)
-        elif self.device == "cpu" and fraction is not None:
+        if self.device == "cpu" and fraction is not None:
             trusted = min(1.0, (kernel_ms or 0.0) * n / max(pass_s * 1e3, 1e-9))
             self.verdict.details["coverage_pass_ms_judge"] = round(r["cand_s"] * 1e3, 6)
             self.verdict.details["coverage_stage_excess_ms"] = round(staged_extra * 1e3, 6)
@@ -273,6 +271,24 @@ class TimingPhases:
             True,
             f"{coverage if coverage is None else round(coverage, 4)} of the time in the "
             f"candidate's own Triton kernels ({self.verdict.details['coverage_source']}, {n} fresh checked calls)",
+        )
+
+
+    def modelled_coverage(self) -> None:
+        """Coverage under `timing: cpu_model`: the replay's modelled Triton share of device time (interpreter wall
+        time says nothing of a GPU's; issue 27). The trusted replay already priced every launch of the candidate's
+        trace, so a pass of the candidate's own would only add its process's claim, which this figure never used
+        (it was a detail), at a third of the evaluation's time (issue 38)."""
+        self.enter("coverage")
+        share = self.verdict.details["cpu_model"]["candidate"].get("triton_share", 0.0)
+        self.verdict.details["coverage_source"] = "cpu_model: modelled Triton share of device time"
+        self.verdict.coverage = share
+        self.verdict.phase_s["coverage"] = 0.0
+        self.verdict.check(
+            "coverage",
+            True,
+            f"{round(share, 4)} of the modelled device time in the candidate's own Triton kernels (the replay of its "
+            "trace on unseen inputs; no pass in the candidate's process)",
         )
 
 
