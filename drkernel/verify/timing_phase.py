@@ -273,7 +273,6 @@ class TimingPhases:
             f"candidate's own Triton kernels ({self.verdict.details['coverage_source']}, {n} fresh checked calls)",
         )
 
-
     def modelled_coverage(self) -> None:
         """Coverage under `timing: cpu_model`: the replay's modelled Triton share of device time (interpreter wall
         time says nothing of a GPU's; issue 27). The trusted replay already priced every launch of the candidate's
