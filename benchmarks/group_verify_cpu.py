@@ -46,7 +46,8 @@ def worker(tree: Path, task: str, samples: int, concurrency: int, timing: str) -
         with ThreadPoolExecutor(concurrency) as pool:
             results = list(pool.map(lambda c: verifier.verify(reference, c, options), group))
         wall = time.perf_counter() - t0
-    rewards = [score(r, RewardConfig()).reward for r in results]
+    priced = [score(r, RewardConfig()) for r in results]
+    rewards = [p if isinstance(p, float) else p.reward for p in priced]  # an older tree's score returned the result
     return {
         "wall_s": wall,
         "correct": sum(r.correct for r in results),
