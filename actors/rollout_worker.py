@@ -37,6 +37,7 @@ from drkernel.types.sampling import GenerateOutput, SamplingParams
 from drkernel.types.trajectory import Trajectory
 from drkernel.types.verify_result import VerifyResult
 from serve_apps.runtime.run_series import WORKER_SERIES, RunGauges
+from serve_apps.verifier import routed
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +141,7 @@ class RolloutWorker:
         options = self._verify_options.model_copy(update={"entry_point": entry_point})
         if self._verify_delay_s:
             await asyncio.sleep(self._verify_delay_s)
-        return await self._verifier.verify.remote(reference, candidate, options)
+        return await routed(self._verifier, reference).verify.remote(reference, candidate, options)
 
     async def _sample(self, group: PromptGroup, index: int) -> Trajectory:
         """One episode, retried on an exception (cancellation is never retried)."""

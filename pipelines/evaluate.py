@@ -127,7 +127,7 @@ class EvalServices:
         from ray import serve
 
         from drkernel.placement import resolve_kind
-        from serve_apps.verifier import DEPLOYMENT_NAME
+        from serve_apps.verifier import DEPLOYMENT_NAME, routed
         from serve_apps.verifier_app import build_app
 
         vc = self.cfg.verifier
@@ -138,7 +138,7 @@ class EvalServices:
         options = vc.options
 
         async def verify(reference: str, candidate: str, entry_point: str) -> Any:
-            return await handle.verify.remote(
+            return await routed(handle, reference).verify.remote(
                 reference, candidate, options.model_copy(update={"entry_point": entry_point})
             )
 

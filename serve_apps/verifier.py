@@ -6,6 +6,12 @@ Evaluations run in a thread pool, never on the replica's event loop, so health c
 hits stay instant while candidates run. Results are cached per replica by content hash
 (serve_apps/result_cache.py).
 
+Task affinity (issue 38): an RL step verifies each task's group at once (every sample, then their later turns, all
+with one reference). Callers send a task's calls with Serve's `multiplexed_model_id` set to the task's digest
+(`routed`), and the replica registers the digest as a multiplexed "model", so Serve's router sends the task's later
+calls to the replica that already holds it (new tasks go to the replica holding the fewest), falling back to any
+replica when that one stays full. The group's identical samples then meet one cache.
+
 Slots: an evaluation waits on the replica's event loop for one of `max_concurrency` slots and only
 then enters the core, so its clock (the core's `timeout_s`) runs only while it holds a slot. When
 its last waiter goes (client disconnect, ingress deadline, a cancelled handle call) a queued
@@ -23,6 +29,7 @@ episode prices it; `drkernel verify --json` and the HTTP front show it with its 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -41,12 +48,27 @@ from serve_apps.verifier_metrics import VerifierMetrics
 APP_NAME = "verifier"
 DEPLOYMENT_NAME = "Verifier"
 
+TASKS_PER_REPLICA = 64  # task digests a replica keeps routed to it (Serve forgets the least recently used)
+
 logger = logging.getLogger("ray.serve")
 
 
 def verifier_handle(app_name: str = APP_NAME) -> DeploymentHandle:
     """Handle to the running verifier deployment, for callers inside the Ray cluster."""
     return serve.get_deployment_handle(DEPLOYMENT_NAME, app_name=app_name)
+
+
+def task_digest(reference: str) -> str:
+    """The routing key of a task: the hash of its reference, the same for every sample and turn of its group."""
+    return hashlib.sha256(reference.encode()).hexdigest()[:32]
+
+
+def routed(handle: Any, reference: str) -> Any:
+    """`handle` with the task's calls routed to the replica that holds the task (see the module docstring). Any other
+    handle (an actor standing in for the deployment, as in the rollout tests) has no router to steer: as it is."""
+    if not isinstance(handle, DeploymentHandle):
+        return handle
+    return handle.options(multiplexed_model_id=task_digest(reference))
 
 
 def resolve_options(options: VerifyOptions | dict[str, Any] | None, device: str) -> VerifyOptions:
@@ -76,6 +98,8 @@ class VerifierReplica:
         self._running = 0  # evaluations in the core (orphans included)
         self._orphaned = 0  # evaluations in the core that nobody waits for any more
         self._started = 0  # evaluations that got a slot and ran in the core (cancelled waiters never do)
+        self._task_calls: dict[str, int] = {}  # calls per task digest routed here, the last TASKS_PER_REPLICA tasks
+        self._replica = serve.get_replica_context().replica_tag
 
     async def verify(
         self, reference: str, candidate: str, options: VerifyOptions | dict[str, Any] | None = None
@@ -91,6 +115,12 @@ class VerifierReplica:
         start = time.monotonic()
         self._metrics.requests.inc(tags={"route": "handle"})
         opts = resolve_options(options, self.config.device)
+        digest = serve.get_multiplexed_model_id()
+        if digest:
+            await self._hold_task(digest)
+            self._task_calls[digest] = self._task_calls.pop(digest, 0) + 1  # most recent last
+            if len(self._task_calls) > TASKS_PER_REPLICA:
+                del self._task_calls[next(iter(self._task_calls))]
         self._in_flight += 1
         try:
             result, hit = await self._cache.get_or_compute(
@@ -100,6 +130,12 @@ class VerifierReplica:
             self._in_flight -= 1
         self._metrics.record(result, hit, time.monotonic() - start)
         return result, hit
+
+    @serve.multiplexed(max_num_models_per_replica=TASKS_PER_REPLICA)
+    async def _hold_task(self, digest: str) -> str:
+        """Serve's model multiplexing used as task affinity: once this replica has "loaded" the digest, the router
+        prefers it for the task's calls. The routing is what this gives; what the calls share is this replica."""
+        return digest
 
     def _gauge(self) -> None:
         self._metrics.queue_depth.set(self._waiting + self._running)
@@ -117,7 +153,7 @@ class VerifierReplica:
         self._running += 1
         self._started += 1
         self._gauge()
-        work = asyncio.get_running_loop().run_in_executor(self._pool, self._core.verify, reference, candidate, options)
+        work = asyncio.get_running_loop().run_in_executor(self._pool, self._judged, reference, candidate, options)
         work.add_done_callback(self._release)
         try:
             return await asyncio.shield(work)
@@ -128,6 +164,11 @@ class VerifierReplica:
         except Exception as e:  # the core reports candidate faults itself; this is the verifier failing
             logger.exception("verifier core raised")
             return VerifyResult.infra("infra", f"verifier core raised {type(e).__name__}: {e}", self.config.device)
+
+    def _judged(self, reference: str, candidate: str, options: VerifyOptions) -> VerifyResult:
+        result = self._core.verify(reference, candidate, options)
+        result.details["replica"] = self._replica  # which replica judged it (task affinity, operators)
+        return result
 
     def _release(self, _: object) -> None:
         self._running -= 1
@@ -140,7 +181,7 @@ class VerifierReplica:
     def stats(self) -> dict[str, Any]:
         """This replica's cache and load, for operators and tests."""
         return {
-            "replica": serve.get_replica_context().replica_tag,
+            "replica": self._replica,
             "cache_entries": len(self._cache),
             "cache_hits": self._cache.hits,
             "cache_misses": self._cache.misses,
@@ -150,6 +191,7 @@ class VerifierReplica:
             "orphaned": self._orphaned,
             "started": self._started,
             "slots": self.config.max_concurrency,
+            "task_calls": dict(self._task_calls),
         }
 
     def __del__(self) -> None:

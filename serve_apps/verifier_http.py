@@ -30,6 +30,7 @@ from drkernel.types.verify_result import ErrorInfo, VerifyResult
 from drkernel.verify.static.reference_source import one_line, reference_problem
 from serve_apps.auth import BearerAuth, tokens_from_env
 from serve_apps.http_guard import BodyGuard, route_label, safe_errors
+from serve_apps.verifier import routed
 from serve_apps.verifier_metrics import VerifierMetrics
 from serve_apps.verifier_schemas import BatchRequest, BatchResponse, Health, Stats, VerifyRequest, VerifyResponse
 from serve_apps.verifier_stats import VerifierStats
@@ -233,7 +234,7 @@ class VerifierIngress:
     async def _call_replica(self, request: VerifyRequest, deadline: float, in_batch: bool) -> tuple[VerifyResult, bool]:
         deaths = 0
         while True:
-            response = self._verifier.verify_traced.remote(
+            response = routed(self._verifier, request.reference_code).verify_traced.remote(
                 request.reference_code, request.kernel_code, request.resolved_options()
             )
             try:

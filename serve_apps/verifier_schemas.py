@@ -89,6 +89,9 @@ class ReplicaLoad(StrictModel):
     orphaned: int = Field(..., description="running evaluations nobody waits for; they hold a slot until they end")
     started: int = Field(..., description="evaluations that got a slot and ran in the core since the replica started")
     slots: int = Field(..., description="evaluations the replica runs at once (max_concurrency)")
+    task_calls: dict[str, int] = Field(
+        ..., description="calls per task digest routed to this replica (task affinity), its most recent tasks"
+    )
 
 
 class Stats(StrictModel):

@@ -17,7 +17,7 @@ import time
 
 import httpx
 import pytest
-from serve_test_support import code, post_with_retries, request_body
+from serve_test_support import FAST_OPTIONS, code, post_with_retries, request_body
 
 pytestmark = pytest.mark.integration
 
@@ -633,3 +633,50 @@ def test_replica_killed_mid_load_loses_no_request(server, client):
     while time.monotonic() < deadline and (len(_replicas()) < 2 or victims[0] in _replicas()):
         time.sleep(1)
     assert len(_replicas()) == 2 and victims[0] not in _replicas()
+
+
+def test_a_tasks_calls_are_judged_on_the_replica_that_holds_it(server, client):
+    """Issue 38: calls carry their task's digest as Serve's multiplexed model id, so a group's samples (and their later
+    turns) are judged on one replica and meet one cache. The first call of a task registers it where it lands; the
+    router hears of that from the controller a moment later (waited for, with the same handle), and from then on
+    every call of the task goes there, whether it comes through a handle (rollout workers) or the HTTP ingress."""
+    from ray import serve
+
+    from serve_apps.verifier import task_digest
+
+    handle = serve.get_deployment_handle("Verifier", app_name="verifier")
+    tasks = {name: code("reference_add") + f"\n# task {name}\n" for name in "AB"}
+    kernel = code("honest_add")
+    holder = {}
+    for name, reference in tasks.items():
+        first = _routed_verify(handle, reference, kernel + "\n# first\n")
+        holder[name] = first.details["replica"]
+        deadline = time.monotonic() + 60
+        while any(_routed_stats(handle, reference)["replica"] != holder[name] for _ in range(3)):
+            assert time.monotonic() < deadline, f"the router never learnt that {holder[name]} holds task {name}"
+            time.sleep(0.2)
+    for i in range(4):
+        for name, reference in tasks.items():
+            result = _routed_verify(handle, reference, kernel + f"\n# sample {i}\n")
+            assert result.correct and result.details["replica"] == holder[name], (name, i, result.details)
+    for reference in tasks.values():  # the ingress routes by the same digest
+        r = client.post("/verify", json={**request_body("honest_add", variant=7), "reference_code": reference})
+        assert r.status_code == 200 and r.json()["correct"], r.text
+    stats = {name: _routed_stats(handle, reference) for name, reference in tasks.items()}
+    for name, reference in tasks.items():
+        assert stats[name]["task_calls"][task_digest(reference)] >= 5, stats[name]  # first, four samples, (HTTP)
+
+
+def _routed_verify(handle, reference: str, kernel: str):
+    from serve_apps.verifier import routed
+
+    result = routed(handle, reference).verify.remote(reference, kernel, FAST_OPTIONS).result(timeout_s=120)
+    assert result.status == "ok", result
+    return result
+
+
+def _routed_stats(handle, reference: str) -> dict:
+    """The stats of the replica the router sends `reference`'s task to right now (a stats call registers nothing)."""
+    from serve_apps.verifier import routed
+
+    return routed(handle, reference).stats.remote().result(timeout_s=60)
