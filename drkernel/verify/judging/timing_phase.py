@@ -194,11 +194,20 @@ class TimingPhases:
             "cpu_model_replay",
             True,
             (
-                f"{int(m['cand'].get('launches', 0))} candidate launches replayed on unseen inputs and equal to the "
-                f"reference; modelled on {self.options.gpu_profile}: candidate {self.verdict.cand_ms:.4g} ms, "
+                f"{int(m['cand'].get('launches', 0))} launches ({int(m['cand'].get('triton_launches', 0))} Triton) "
+                f"replayed on unseen inputs and equal to the reference; modelled on {self.options.gpu_profile}: "
+                f"candidate {self.verdict.cand_ms:.4g} ms, "
                 f"reference {self.verdict.ref_ms:.4g} ms"
             ),
         )
+        if self.spec.require_triton and not m["cand"].get("triton_launches"):
+            # The traced forward is one more call of the candidate's: a forward that launches its kernels in every
+            # compared call but none in the one it traces would be priced as the torch work it did (red team, issue 38).
+            self.verdict.hack(
+                "decoy_kernel",
+                "triton_launches",
+                "the traced forward launched none of the candidate's Triton kernels (counted by the trusted replay)",
+            )
 
     def coverage(self) -> None:
         """The candidate's coverage pass on fresh input sets staged for it, outputs compared like every call.

@@ -64,14 +64,12 @@ def test_one_profiled_call_is_still_bounded_by_the_timed_calls(verifier) -> None
     assert r.coverage is not None and r.coverage <= r.details["coverage_timed_share"] + 1e-6
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (older than issue 38): the traced forward is not observed, so a forward that launches a kernel "
-    "in every compared call and none in the traced one is priced as plain torch (modelled speedup 1.0, reward 1.0 "
-    "on elu, above the shipped solution_simple's 0.74 and the same decoy with its launch traced, 0.75)",
-)
 def test_a_traced_forward_without_a_launch_is_a_decoy(verifier) -> None:
+    """Red team, issue 38 (older than it): a forward that launches a kernel in every compared call and none in the
+    traced one was priced as plain torch (modelled speedup 1.0, reward 1.0 on elu, above the shipped solution_simple's
+    0.74 and the same decoy with its launch traced, 0.75). The trusted replay's launch count now flags it."""
     decoy = verifier.verify(REFERENCE, _src("redteam38_decoy_torch.py"), MODEL)
     r = verifier.verify(REFERENCE, _src("redteam38_trace_no_launch.py"), MODEL)
     assert r.status == "ok" and decoy.status == "ok", (r.error, decoy.error)
-    assert r.hack == "decoy_kernel" or score(r) <= score(decoy)
+    assert r.hack == "decoy_kernel" and score(r) == 0.0, (r.hack, r.details.get("cpu_model"))
+    assert score(decoy) < 0.8  # the decoy whose launch is traced: a sliver of modelled coverage, no more
