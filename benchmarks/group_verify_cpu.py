@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def worker(tree: Path, task: str, samples: int, concurrency: int, timing: str) -> dict[str, Any]:
+def worker(tree: Path, task: str, samples: int, concurrency: int, timing: str, trials: int | None) -> dict[str, Any]:
     """In a subprocess: `tree`'s verifier judges the group; returns the wall time and the verdicts."""
     sys.path.insert(0, str(tree))  # and PYTHONPATH and the working folder: the fork-server children import it too
     from drkernel.rl.rewards import RewardConfig, score
@@ -39,7 +39,7 @@ def worker(tree: Path, task: str, samples: int, concurrency: int, timing: str) -
     reference = (folder / "reference.py").read_text()
     solutions = [p.read_text() for p in sorted(folder.glob("solution_*.py"))]
     group = [solutions[i % len(solutions)] for i in range(samples)]
-    options = VerifyOptions(device="cpu", timing=timing)
+    options = VerifyOptions(device="cpu", timing=timing, **({"num_correct_trials": trials} if trials else {}))
     with Verifier(device="cpu", max_concurrency=concurrency) as verifier:
         verifier.verify(reference, group[0], options)  # the fork-server's and the interpreter's first calls
         t0 = time.perf_counter()
@@ -75,6 +75,8 @@ def run_variant(tree: Path, args: argparse.Namespace, concurrency: int, timing: 
         str(concurrency),
         "--timing",
         timing,
+        "--correct-trials",
+        str(args.correct_trials),
         "--out",
         "-",
     ]
@@ -92,13 +94,20 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=8)
     p.add_argument("--concurrency", default="1,2", help="comma list of evaluations at once")
     p.add_argument("--timing", default="cpu_model,measured", help="comma list of timing modes")
+    p.add_argument(
+        "--correct-trials", type=int, default=0, help="num_correct_trials (0: the default; configs/demo_cpu.yaml: 2)"
+    )
     p.add_argument("--repeats", type=int, default=2, help="runs of each variant, alternating old and new")
     p.add_argument("--timeout-s", type=float, default=900.0)
     p.add_argument("--out", required=True, help="JSON summary path ('-': stdout only)")
     p.add_argument("--_worker", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args._worker:
-        print(json.dumps(worker(args._worker, args.task, args.samples, int(args.concurrency), args.timing)))
+        print(
+            json.dumps(
+                worker(args._worker, args.task, args.samples, int(args.concurrency), args.timing, args.correct_trials)
+            )
+        )
         return
     trees = {"new": ROOT} | ({"old": args.old_worktree.resolve()} if args.old_worktree else {})
     rows = []
@@ -130,7 +139,13 @@ def main() -> None:
                 + ratio,
                 flush=True,
             )
-    summary = {"task": args.task, "samples": args.samples, "repeats": args.repeats, "rows": rows}
+    summary = {
+        "task": args.task,
+        "samples": args.samples,
+        "repeats": args.repeats,
+        "num_correct_trials": args.correct_trials or "default",
+        "rows": rows,
+    }
     if args.out != "-":
         Path(args.out).write_text(json.dumps(summary, indent=1))
 
