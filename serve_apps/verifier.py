@@ -7,10 +7,10 @@ hits stay instant while candidates run. Results are cached per replica by conten
 (serve_apps/result_cache.py).
 
 Task affinity (issue 38): an RL step verifies each task's group at once (every sample, then their later turns, all
-with one reference). Callers send a task's calls with Serve's `multiplexed_model_id` set to the task's digest
-(`routed`), and the replica registers the digest as a multiplexed "model", so Serve's router sends the task's later
-calls to the replica that already holds it (new tasks go to the replica holding the fewest), falling back to any
-replica when that one stays full. The group's identical samples then meet one cache.
+with one reference). Callers send a task's calls with Serve's `multiplexed_model_id` set to the task's id (its
+reference's `source_uuid`; `routed`), and the replica registers the id as a multiplexed "model", so Serve's router
+sends the task's later calls to the replica that already holds it (new tasks go to the replica holding the fewest),
+falling back to any replica when that one stays full. The group's identical samples then meet one cache.
 
 Slots: an evaluation waits on the replica's event loop for one of `max_concurrency` slots and only
 then enters the core, so its clock (the core's `timeout_s`) runs only while it holds a slot. When
@@ -29,7 +29,6 @@ episode prices it; `drkernel verify --json` and the HTTP front show it with its 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +39,7 @@ from ray.serve.handle import DeploymentHandle
 
 from drkernel.config.serve import VerifierServeConfig
 from drkernel.config.verifier import VerifyOptions
+from drkernel.types.task_row import source_uuid
 from drkernel.types.verify_result import VerifyResult
 from drkernel.verify.engine import Verifier
 from serve_apps.result_cache import ResultCache, content_key
@@ -58,17 +58,12 @@ def verifier_handle(app_name: str = APP_NAME) -> DeploymentHandle:
     return serve.get_deployment_handle(DEPLOYMENT_NAME, app_name=app_name)
 
 
-def task_digest(reference: str) -> str:
-    """The routing key of a task: the hash of its reference, the same for every sample and turn of its group."""
-    return hashlib.sha256(reference.encode()).hexdigest()[:32]
-
-
 def routed(handle: Any, reference: str) -> Any:
     """`handle` with the task's calls routed to the replica that holds the task (see the module docstring). Any other
     handle (an actor standing in for the deployment, as in the rollout tests) has no router to steer: as it is."""
     if not isinstance(handle, DeploymentHandle):
         return handle
-    return handle.options(multiplexed_model_id=task_digest(reference))
+    return handle.options(multiplexed_model_id=source_uuid(reference))  # the task's id, from its reference
 
 
 def resolve_options(options: VerifyOptions | dict[str, Any] | None, device: str) -> VerifyOptions:

@@ -56,6 +56,7 @@ class ModelledTime:
     flops: float
     kernel_seconds: float = 0.0  # device time: seconds less the launch overheads
     triton_seconds: float = 0.0  # device time of the Triton launches
+    triton_launches: int = 0  # of `launches`, those of Triton kernels (none: a traced forward that launched nothing)
 
     @property
     def triton_share(self) -> float | None:
@@ -78,4 +79,5 @@ def model_time(counts: list[LaunchCount], profile: GpuProfile) -> ModelledTime:
         flops=sum(sum(c.flops.values()) for c in counts),
         kernel_seconds=sum(device),
         triton_seconds=sum(t for t, c in zip(device, counts) if c.kind == "triton"),
+        triton_launches=sum(c.kind == "triton" for c in counts),
     )

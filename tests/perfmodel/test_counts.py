@@ -239,5 +239,6 @@ def test_modelled_triton_share_is_of_device_time():
     t = model_time(ref.launches + c.launches, H200)
     mm, token = (launch_seconds(x, H200) - 4e-6 for x in ref.launches + c.launches)
     assert (t.kernel_seconds, t.triton_seconds) == (pytest.approx(mm + token), pytest.approx(token))
+    assert (t.launches, t.triton_launches) == (2, 1)
     assert t.triton_share == pytest.approx(token / (mm + token)) and t.triton_share < 0.01
     assert model_time(c.launches, H200).triton_share == 1.0 and model_time([], H200).triton_share is None

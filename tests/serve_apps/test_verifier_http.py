@@ -642,7 +642,7 @@ def test_a_tasks_calls_are_judged_on_the_replica_that_holds_it(server, client):
     every call of the task goes there, whether it comes through a handle (rollout workers) or the HTTP ingress."""
     from ray import serve
 
-    from serve_apps.verifier import task_digest
+    from drkernel.types.task_row import source_uuid
 
     handle = serve.get_deployment_handle("Verifier", app_name="verifier")
     tasks = {name: code("reference_add") + f"\n# task {name}\n" for name in "AB"}
@@ -664,7 +664,7 @@ def test_a_tasks_calls_are_judged_on_the_replica_that_holds_it(server, client):
         assert r.status_code == 200 and r.json()["correct"], r.text
     stats = {name: _routed_stats(handle, reference) for name, reference in tasks.items()}
     for name, reference in tasks.items():
-        assert stats[name]["task_calls"][task_digest(reference)] >= 5, stats[name]  # first, four samples, (HTTP)
+        assert stats[name]["task_calls"][source_uuid(reference)] >= 5, stats[name]  # first, four samples, (HTTP)
 
 
 def _routed_verify(handle, reference: str, kernel: str):
