@@ -37,7 +37,7 @@ from drkernel.types.sampling import GenerateOutput, SamplingParams
 from drkernel.types.trajectory import Trajectory
 from drkernel.types.verify_result import VerifyResult
 from serve_apps.runtime.run_series import WORKER_SERIES, RunGauges
-from serve_apps.verifier import routed
+from serve_apps.verifier import verify_task
 
 log = logging.getLogger(__name__)
 
@@ -138,10 +138,9 @@ class RolloutWorker:
     async def _verify(self, reference: str, candidate: str, entry_point: str) -> VerifyResult:
         """The job's verifier deployment, with the job's options for this task's entry point: an unpriced verdict
         (the episode prices it with the rollout's reward config)."""
-        options = self._verify_options.model_copy(update={"entry_point": entry_point})
         if self._verify_delay_s:
             await asyncio.sleep(self._verify_delay_s)
-        return await routed(self._verifier, reference).verify.remote(reference, candidate, options)
+        return await verify_task(self._verifier, reference, candidate, entry_point, self._verify_options)
 
     async def _sample(self, group: PromptGroup, index: int) -> Trajectory:
         """One episode, retried on an exception (cancellation is never retried)."""

@@ -11,7 +11,7 @@ from drkernel.eval.validation import validate
 from drkernel.log import get_logger
 from drkernel.types.sampling import GenerateOutput, SamplingParams
 from drkernel.types.verify_result import VerifyResult
-from serve_apps.verifier import routed
+from serve_apps.verifier import verify_task
 
 log = get_logger("train")
 
@@ -34,8 +34,7 @@ class Validator:
         return await self._policy.generate.remote(prompt_ids, sampling)
 
     async def _verify(self, reference: str, candidate: str, entry_point: str) -> VerifyResult:
-        options = self.cfg.verifier.options.model_copy(update={"entry_point": entry_point})
-        return await routed(self._verifier, reference).verify.remote(reference, candidate, options)
+        return await verify_task(self._verifier, reference, candidate, entry_point, self.cfg.verifier.options)
 
     async def run(self) -> dict[str, float]:
         c = self.cfg

@@ -127,7 +127,7 @@ class EvalServices:
         from ray import serve
 
         from drkernel.placement import resolve_kind
-        from serve_apps.verifier import DEPLOYMENT_NAME, routed
+        from serve_apps.verifier import DEPLOYMENT_NAME, verify_task
         from serve_apps.verifier_app import build_app
 
         vc = self.cfg.verifier
@@ -135,12 +135,9 @@ class EvalServices:
         name = f"drkernel-eval-verifier-{self.tag}"
         self._deploy(name, build_app(vc.serve_config(device)), None)
         handle = serve.get_deployment_handle(DEPLOYMENT_NAME, app_name=name)
-        options = vc.options
 
         async def verify(reference: str, candidate: str, entry_point: str) -> Any:
-            return await routed(handle, reference).verify.remote(
-                reference, candidate, options.model_copy(update={"entry_point": entry_point})
-            )
+            return await verify_task(handle, reference, candidate, entry_point, vc.options)
 
         return verify
 

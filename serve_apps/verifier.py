@@ -66,6 +66,15 @@ def routed(handle: Any, reference: str) -> Any:
     return handle.options(multiplexed_model_id=source_uuid(reference))  # the task's id, from its reference
 
 
+async def verify_task(
+    handle: Any, reference: str, candidate: str, entry_point: str, options: VerifyOptions
+) -> VerifyResult:
+    """One episode's evaluation through the deployment (rollout workers, validation, `drkernel eval`): the caller's
+    options for the task's entry point, routed to the replica that holds the task; the verdict unpriced."""
+    task_options = options.model_copy(update={"entry_point": entry_point})
+    return await routed(handle, reference).verify.remote(reference, candidate, task_options)
+
+
 def resolve_options(options: VerifyOptions | dict[str, Any] | None, device: str) -> VerifyOptions:
     """The options a replica of `device` runs: `auto` becomes its device; another device is an error."""
     opts = options if isinstance(options, VerifyOptions) else VerifyOptions.model_validate(options or {})
